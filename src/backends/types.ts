@@ -1,0 +1,139 @@
+/**
+ * The faces of the backends capability. Implementations live beside this file;
+ * the proxy and admission depend on these interfaces only.
+ */
+import type { Dispatcher } from 'undici'
+import type { EngineName, PoolConfig } from '../config/schema.js'
+
+/** What one model server reports about its load, normalised across engines. */
+export interface BackendLoad {
+  /** Requests waiting in the engine's own queue. */
+  waiting: number
+  /** Requests in the running batch. */
+  running: number
+  /** KV cache usage 0..1, when the engine reports it. */
+  kvUsage?: number
+  /** KV cache capacity in tokens (blocks x block size), when the engine reports it. */
+  kvCapacityTokens?: number
+  /** Monotonic counters, when reported. */
+  preemptionsTotal?: number
+  prefixCacheQueriesTotal?: number
+  prefixCacheHitsTotal?: number
+}
+
+/** Which BackendLoad fields an engine's /metrics cannot give (the ledger stands in). */
+export type LoadField =
+  | 'waiting'
+  | 'running'
+  | 'kvUsage'
+  | 'kvCapacityTokens'
+  | 'preemptionsTotal'
+  | 'prefixCache'
+
+/**
+ * An engine metric adapter. Contract: `parse` never throws; text it cannot read
+ * gives `undefined` (the endpoint is then marked stale, which admission treats as
+ * saturated unless the pool fails open).
+ */
+export interface MetricAdapter {
+  readonly engine: EngineName
+  readonly unsupported: readonly LoadField[]
+  parse(text: string): BackendLoad | undefined
+}
+
+/** How a forwarded request ended, as the breaker sees it. */
+export type EndpointResult = 'ok' | 'connect_error' | 'server_error' | 'timeout' | 'client_abort'
+
+/** Tokens and requests sent to an endpoint and not yet finished. */
+export interface LedgerEntry {
+  readonly requests: number
+  readonly tokens: number
+}
+
+export interface Endpoint {
+  /** Stable name for metrics and headers (pool name + index, or discovered host); never an address secret. */
+  readonly name: string
+  readonly origin: string
+  /** One long-lived undici Pool for this origin. */
+  readonly dispatcher: Dispatcher
+  /** Latest parsed load and when it was scraped (clock ms), if any. */
+  readonly load: BackendLoad | undefined
+  readonly loadAt: number | undefined
+  /** The load as the gateway believes it is now: last scrape corrected by the ledger. */
+  effectiveLoad?(): EffectiveLoad
+}
+
+/**
+ * The load of one endpoint as the gateway believes it is now: the last scrape corrected
+ * by what the gateway sent and saw finish since (formula in load-correction.ts).
+ */
+export interface EffectiveLoad {
+  waiting: number
+  running: number
+  /** 0..1: scraped usage corrected by the ledger, or ledger tokens / capacity hint; undefined when neither. */
+  kvUsage?: number
+  kvCapacityTokens?: number
+  /** The ledger: requests and tokens sent to this endpoint and not finished. */
+  inflightRequests: number
+  inflightTokens: number
+  /** Scraped data exists, the last scrape succeeded and it is younger than stale_after_ms. */
+  fresh: boolean
+  /** Age of the scraped data in ms, when there is any. */
+  ageMs?: number
+}
+
+/** What a scorer sees of one endpoint. */
+export interface EndpointView {
+  readonly name: string
+  readonly pool: string
+  readonly effective: EffectiveLoad
+  /** Capacity hints from the pool config (max_num_seqs, kv_tokens). */
+  readonly capacity: { readonly maxNumSeqs?: number; readonly kvTokens?: number }
+}
+
+/**
+ * Ranks the usable endpoints of a pool for one request (the picker's plugin; admission's
+ * estimator may bring its own). Contract: `score` returns a number >= 0 where lower is
+ * better (a predicted wait, in any unit as long as it is the same for every endpoint of one
+ * call), or Infinity for "do not send here"; it never throws, keeps no reference to the
+ * view, and is O(1): it runs on the request path for every candidate.
+ */
+export interface EndpointScorer {
+  readonly name: string
+  score(endpoint: EndpointView, tokens: number): number
+}
+
+/** A ticket's hold on an endpoint: released exactly once, however the request ends. */
+export interface Lease {
+  readonly endpoint: Endpoint
+  /** Report how the request ended; releases the ledger entry. Later calls are no-ops. */
+  release(result: EndpointResult): void
+}
+
+export interface BackendPool {
+  readonly name: string
+  readonly config: PoolConfig
+  /** Endpoints currently known (static or discovered). */
+  endpoints(): readonly Endpoint[]
+  /**
+   * Choose an endpoint for a request of `tokens` (prompt + expected output) and take a lease
+   * on it (ledger + in-flight count). Undefined when no endpoint is usable now.
+   */
+  acquire(tokens: number): Lease | undefined
+  /** Milliseconds until an endpoint may be usable again (for Retry-After), when none is. */
+  retryAfterMs(): number
+}
+
+export interface Backends {
+  /** The pool serving `model` (exact, alias, then `*`), or undefined. */
+  route(model: string | undefined): BackendPool | undefined
+  pools(): readonly BackendPool[]
+  /** Model ids for GET /v1/models. */
+  modelIds(): string[]
+  /** At least one endpoint has fresh load data (or a pool fails open): for /readyz. */
+  ready(): boolean
+  start(): void
+  close(): Promise<void>
+  /** JSON-able snapshot for /admin/state. */
+  state(): unknown
+}

@@ -1,0 +1,264 @@
+/**
+ * The one typed schema of the gateway's configuration, with named defaults.
+ *
+ * Keys are snake_case and the paths are the same everywhere: in YAML, in
+ * `--set a.b.c=value`, in error messages and in docs/config.md (a test keeps that
+ * document in step with this schema). Unknown keys are errors.
+ */
+import { z } from 'zod'
+
+const port = z.int().min(0).max(65535)
+const positiveInt = z.int().positive()
+const nonNegativeInt = z.int().nonnegative()
+const httpUrl = z.url({ protocol: /^https?$/ })
+
+export const DEFAULTS = {
+  port: 8080,
+  adminPort: 9464,
+  host: '0.0.0.0',
+  bodyLimitBytes: 8 * 1024 * 1024,
+  shutdownGraceMs: 30_000,
+  connectTimeoutMs: 5_000,
+  headersTimeoutMs: 300_000,
+  bodyTimeoutMs: 300_000,
+  connectionsPerEndpoint: 256,
+  scrapeIntervalMs: 100,
+  scrapeTimeoutMs: 1_000,
+  staleAfterMs: 1_000,
+  ejectionConsecutiveFailures: 3,
+  baseEjectionMs: 1_000,
+  maxEjectionMs: 30_000,
+} as const
+
+const serverSchema = z.strictObject({
+  /** Public listener (tenants' traffic). */
+  host: z.string().min(1).default(DEFAULTS.host),
+  port: port.default(DEFAULTS.port),
+  /** Admin listener: /metrics, /healthz, /readyz, /admin/state. Not for tenants. */
+  admin_host: z.string().min(1).default(DEFAULTS.host),
+  admin_port: port.default(DEFAULTS.adminPort),
+  /** Largest accepted request body. */
+  body_limit_bytes: positiveInt.default(DEFAULTS.bodyLimitBytes),
+  /** How long in-flight requests may run after SIGTERM before the process exits anyway. */
+  shutdown_grace_ms: nonNegativeInt.default(DEFAULTS.shutdownGraceMs),
+})
+
+const logSchema = z.strictObject({
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+})
+
+const upstreamSchema = z.strictObject({
+  /** TCP connect timeout to a model server. */
+  connect_timeout_ms: positiveInt.default(DEFAULTS.connectTimeoutMs),
+  /** Time from sending the request to the response headers (includes the server's own queue). */
+  headers_timeout_ms: positiveInt.default(DEFAULTS.headersTimeoutMs),
+  /** Longest gap between two body chunks of a response. */
+  body_timeout_ms: positiveInt.default(DEFAULTS.bodyTimeoutMs),
+  /** Most connections the gateway keeps to one endpoint. */
+  connections_per_endpoint: positiveInt.default(DEFAULTS.connectionsPerEndpoint),
+})
+
+export const ENGINES = ['vllm', 'vllm-v0', 'sglang', 'tgi', 'llamacpp', 'trtllm'] as const
+
+const dnsDiscoverySchema = z.strictObject({
+  type: z.literal('dns'),
+  /** Name to resolve (A/AAAA), e.g. a Kubernetes headless Service. */
+  name: z.string().min(1),
+  port: port,
+  scheme: z.enum(['http', 'https']).default('http'),
+  interval_ms: positiveInt.default(5_000),
+})
+
+export const poolSchema = z.strictObject({
+  name: z.string().regex(/^[a-zA-Z0-9_.-]+$/, 'expected letters, digits, _ . or -'),
+  /** Model names this pool serves; `*` serves any model no other pool claims. */
+  models: z.array(z.string().min(1)).min(1),
+  /** Other names clients may use for this pool's first model. */
+  aliases: z.array(z.string().min(1)).default([]),
+  engine: z.enum(ENGINES).default('vllm'),
+  endpoints: z.array(httpUrl).default([]),
+  discovery: dnsDiscoverySchema.optional(),
+  metrics_path: z.string().startsWith('/').default('/metrics'),
+  scrape_interval_ms: positiveInt.default(DEFAULTS.scrapeIntervalMs),
+  scrape_timeout_ms: positiveInt.default(DEFAULTS.scrapeTimeoutMs),
+  /** Load data older than this counts as saturated (fail closed) unless fail_open. */
+  stale_after_ms: positiveInt.default(DEFAULTS.staleAfterMs),
+  fail_open: z.boolean().default(false),
+  capacity: z
+    .strictObject({
+      max_num_seqs: positiveInt.optional(),
+      kv_tokens: positiveInt.optional(),
+    })
+    .prefault({}),
+  /** Cost of one endpoint per hour, in any currency unit; used for cost per 1K tokens. */
+  cost_per_hour: z.number().nonnegative().default(0),
+  /**
+   * Outlier ejection: this many consecutive failed requests (connect error, 5xx, timeout)
+   * eject an endpoint for base_ejection_ms, doubling on each ejection in a row up to
+   * max_ejection_ms. After it, one probe request (or a successful scrape) brings it back.
+   */
+  ejection: z
+    .strictObject({
+      consecutive_failures: positiveInt.default(DEFAULTS.ejectionConsecutiveFailures),
+      base_ejection_ms: positiveInt.default(DEFAULTS.baseEjectionMs),
+      max_ejection_ms: positiveInt.default(DEFAULTS.maxEjectionMs),
+    })
+    .prefault({}),
+})
+
+const backendsSchema = z.strictObject({
+  pools: z.array(poolSchema).default([]),
+})
+
+const simulatorSchema = z.strictObject({
+  /** Start the built-in simulator in-process and use it as the pools' endpoints. */
+  enabled: z.boolean().default(false),
+  profile: z.string().min(1).default('llama-3.1-8b-h100'),
+  replicas: positiveInt.max(64).default(2),
+  time_scale: z.number().positive().default(1),
+  seed: z.int().default(1),
+})
+
+const degradeStepSchema = z.discriminatedUnion('action', [
+  z.strictObject({ action: z.literal('cap_max_tokens'), max_tokens: positiveInt }),
+  z.strictObject({ action: z.literal('fallback_model'), model: z.string().min(1) }),
+  z.strictObject({
+    action: z.literal('reduce_reasoning'),
+    effort: z.enum(['minimal', 'low', 'medium']).default('low'),
+  }),
+  z.strictObject({ action: z.literal('single_choice') }),
+])
+
+const sloSchema = z.strictObject({
+  /** Time to first token: request received to first content token sent. */
+  ttft_ms: positiveInt.optional(),
+  /** Time per output token after the first: (E2E - TTFT) / (tokens - 1). */
+  tpot_ms: positiveInt.optional(),
+  /** End to end: request received to last byte sent. */
+  e2e_ms: positiveInt.optional(),
+})
+
+const classSchema = z.strictObject({
+  /** Lower runs first. Between classes: strict priority with aging. */
+  priority: nonNegativeInt,
+  slo: sloSchema,
+  /** Most requests of this class waiting in one pool's queue. */
+  queue_limit: positiveInt.default(1_000),
+  /** Most request-body bytes of this class waiting in one pool's queue. */
+  queue_limit_bytes: positiveInt.default(64 * 1024 * 1024),
+  /** Longest a request may wait in the gateway's queue before it is shed (queue_timeout). */
+  max_queue_wait_ms: positiveInt.default(30_000),
+  /** Dispatch only to an endpoint whose KV usage is below this (0..1). */
+  max_kv_usage: z.number().gt(0).max(1),
+  /** Whether a predicted TTFT miss refuses the request (false: it waits until its own deadline). */
+  reject_on_ttft: z.boolean(),
+  /** Degrade actions, tried in order before a refusal. */
+  degrade: z.array(degradeStepSchema).default([]),
+})
+
+export type ClassConfig = z.output<typeof classSchema>
+export type DegradeStep = z.output<typeof degradeStepSchema>
+
+export const BUILTIN_CLASSES = {
+  interactive: {
+    priority: 0,
+    slo: { ttft_ms: 500, tpot_ms: 50 },
+    max_queue_wait_ms: 5_000,
+    max_kv_usage: 0.8,
+    reject_on_ttft: true,
+    degrade: [{ action: 'cap_max_tokens', max_tokens: 512 }],
+  },
+  batch: {
+    priority: 1,
+    slo: { e2e_ms: 30 * 60_000 },
+    queue_limit: 10_000,
+    max_queue_wait_ms: 25 * 60_000,
+    max_kv_usage: 0.7,
+    reject_on_ttft: false,
+  },
+} as const
+
+const classesSchema = z
+  .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'expected a lower-case class name'), z.unknown())
+  .default({})
+  .transform((user, ctx) => {
+    // The built-in classes always exist; a user entry replaces one by name or adds a class.
+    // A user entry for a built-in name is merged over it key by key (a given `slo` replaces
+    // the built-in `slo` whole).
+    const builtins: Record<string, object> = BUILTIN_CLASSES
+    const out: Record<string, ClassConfig> = {}
+    for (const name of new Set([...Object.keys(builtins), ...Object.keys(user)])) {
+      const own = user[name]
+      const base = builtins[name]
+      const raw =
+        base !== undefined && typeof own === 'object' && own !== null ? { ...base, ...own } : (own ?? base)
+      const r = classSchema.safeParse(raw, { reportInput: true })
+      if (r.success) out[name] = r.data
+      else
+        for (const issue of r.error.issues) ctx.addIssue({ ...issue, path: [name, ...issue.path] } as never)
+    }
+    return out
+  })
+
+const telemetrySchema = z.strictObject({
+  /** Tenants beyond the top N by traffic are labelled `other` (label-cardinality cap). */
+  tenant_label_limit: positiveInt.default(50),
+  /** Extra TTFT histogram edges in seconds; every class SLO threshold is always added. */
+  ttft_buckets_s: z.array(z.number().positive()).optional(),
+  /** One summary line per class logged this often (0 = never). */
+  summary_interval_ms: nonNegativeInt.default(60_000),
+})
+
+export const configSchema = z
+  .strictObject({
+    classes: classesSchema,
+    telemetry: telemetrySchema.prefault({}),
+    server: serverSchema.prefault({}),
+    log: logSchema.prefault({}),
+    upstream: upstreamSchema.prefault({}),
+    backends: backendsSchema.prefault({}),
+    simulator: simulatorSchema.prefault({}),
+  })
+  .superRefine((cfg, ctx) => {
+    const names = new Set<string>()
+    const models = new Map<string, number>()
+    cfg.backends.pools.forEach((pool, i) => {
+      if (names.has(pool.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['backends', 'pools', i, 'name'],
+          message: `duplicate pool name '${pool.name}'`,
+        })
+      }
+      names.add(pool.name)
+      for (const m of [...pool.models, ...pool.aliases]) {
+        const other = models.get(m)
+        if (other !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['backends', 'pools', i, 'models'],
+            message: `model '${m}' is already served by backends.pools[${other}]`,
+          })
+        }
+        models.set(m, i)
+      }
+      if (pool.endpoints.length > 0 && pool.discovery !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['backends', 'pools', i, 'discovery'],
+          message: 'set either endpoints or discovery, not both',
+        })
+      }
+    })
+    if (cfg.server.port !== 0 && cfg.server.port === cfg.server.admin_port) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['server', 'admin_port'],
+        message: `must differ from server.port (${cfg.server.port})`,
+      })
+    }
+  })
+
+export type GatewayConfig = z.output<typeof configSchema>
+export type PoolConfig = GatewayConfig['backends']['pools'][number]
+export type EngineName = (typeof ENGINES)[number]

@@ -1,0 +1,188 @@
+/**
+ * Every error the gateway returns to a client, defined once.
+ *
+ * Each entry has a stable `GW_ERR_*` code, the HTTP status, the OpenAI error `type`
+ * (so the official SDKs map it to the right exception class), a message template and a
+ * retry hint. docs/errors.md documents the table; test/unit/errors.test.ts keeps the two
+ * in step. Nothing internal (stack, cause message, upstream address) is ever sent: the
+ * cause is kept on the error for logs only.
+ */
+
+export type OpenAIErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'server_error'
+  | 'service_unavailable_error'
+  | 'timeout_error'
+
+export interface ErrorDef {
+  readonly status: number
+  readonly type: OpenAIErrorType
+  /** Message template; `{name}` placeholders are filled from the params. */
+  readonly message: string
+  /** Whether a retry of the same request can succeed (false sends `x-should-retry: false`). */
+  readonly retryable: boolean
+  /** The value of `x-gateway-reject-reason` when this error refuses a request for capacity. */
+  readonly rejectReason?: string
+}
+
+export const ERRORS = {
+  GW_ERR_INVALID_JSON: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'The request body is not valid JSON.',
+    retryable: false,
+  },
+  GW_ERR_INVALID_BODY: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'The request body must be a JSON object: {reason}.',
+    retryable: false,
+  },
+  GW_ERR_EMPTY_BODY: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'The request body is empty; send a JSON object.',
+    retryable: false,
+  },
+  GW_ERR_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    type: 'invalid_request_error',
+    message: "Unsupported content type '{contentType}'; send application/json.",
+    retryable: false,
+  },
+  GW_ERR_BODY_TOO_LARGE: {
+    status: 413,
+    type: 'invalid_request_error',
+    message: 'The request body is larger than the limit of {limit} bytes.',
+    retryable: false,
+  },
+  GW_ERR_ROUTE_NOT_FOUND: {
+    status: 404,
+    type: 'not_found_error',
+    message: 'No route for {method} {url}.',
+    retryable: false,
+  },
+  GW_ERR_MODEL_NOT_FOUND: {
+    status: 404,
+    type: 'not_found_error',
+    message: "The model '{model}' does not exist or is not served here.",
+    retryable: false,
+  },
+  GW_ERR_UNKNOWN_CLASS: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: "Unknown priority class '{class}'; known classes: {known}.",
+    retryable: false,
+  },
+  GW_ERR_UPSTREAM_UNREACHABLE: {
+    status: 502,
+    type: 'server_error',
+    message: 'The model server could not be reached.',
+    retryable: true,
+  },
+  GW_ERR_UPSTREAM_RESET: {
+    status: 502,
+    type: 'server_error',
+    message: 'The model server closed the connection before answering.',
+    retryable: true,
+  },
+  GW_ERR_UPSTREAM_TIMEOUT: {
+    status: 504,
+    type: 'timeout_error',
+    message: 'The model server did not answer in time.',
+    retryable: true,
+  },
+  GW_ERR_UPSTREAM_STREAM_FAILED: {
+    status: 502,
+    type: 'server_error',
+    message: 'The model server failed while streaming the response; the response is incomplete.',
+    retryable: true,
+  },
+  GW_ERR_DRAINING: {
+    status: 503,
+    type: 'service_unavailable_error',
+    message: 'The gateway is shutting down; retry on another replica.',
+    retryable: true,
+    rejectReason: 'draining',
+  },
+  GW_ERR_NO_BACKEND: {
+    status: 503,
+    type: 'service_unavailable_error',
+    message: "No healthy model server is available for '{model}' right now.",
+    retryable: true,
+    rejectReason: 'no_backend',
+  },
+  GW_ERR_INTERNAL: {
+    status: 500,
+    type: 'server_error',
+    message: 'The gateway failed to handle the request.',
+    retryable: true,
+  },
+} as const satisfies Record<string, ErrorDef>
+
+export type ErrorCode = keyof typeof ERRORS
+
+export type ErrorParams = Readonly<Record<string, string | number>>
+
+const PLACEHOLDER = /\{(\w+)\}/g
+
+/** An error the gateway answers a client with. `cause` stays internal (logs only). */
+export class GatewayError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly type: OpenAIErrorType
+  readonly retryable: boolean
+  readonly rejectReason: string | undefined
+  readonly param: string | null
+  /** Seconds until a retry may succeed, for `retry-after`. */
+  retryAfterMs: number | undefined
+
+  constructor(
+    code: ErrorCode,
+    params: ErrorParams = {},
+    options: { cause?: unknown; param?: string; retryAfterMs?: number } = {},
+  ) {
+    const def: ErrorDef = ERRORS[code]
+    super(
+      def.message.replace(PLACEHOLDER, (_, k: string) => String(params[k] ?? '')),
+      options.cause === undefined ? undefined : { cause: options.cause },
+    )
+    this.name = 'GatewayError'
+    this.code = code
+    this.status = def.status
+    this.type = def.type
+    this.retryable = def.retryable
+    this.rejectReason = def.rejectReason
+    this.param = options.param ?? null
+    this.retryAfterMs = options.retryAfterMs
+  }
+
+  /** The OpenAI-shaped error body. */
+  toBody(): { error: { message: string; type: string; code: string; param: string | null } } {
+    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } }
+  }
+
+  toJSON(): string {
+    return JSON.stringify(this.toBody())
+  }
+}
+
+/** The OpenAI SDKs ignore a Retry-After above 60 s, so the gateway never sends more. */
+export const MAX_RETRY_AFTER_MS = 60_000
+
+/** Response headers that go with an error (retry hints, reject reason). */
+export function errorHeaders(err: GatewayError): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (!err.retryable) headers['x-should-retry'] = 'false'
+  if (err.rejectReason !== undefined) headers['x-gateway-reject-reason'] = err.rejectReason
+  if (err.retryAfterMs !== undefined) {
+    const ms = Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.ceil(err.retryAfterMs)))
+    headers['retry-after-ms'] = String(ms)
+    headers['retry-after'] = String(Math.max(1, Math.ceil(ms / 1000)))
+  }
+  return headers
+}

@@ -1,0 +1,91 @@
+/**
+ * What the admission stages need from an OpenAI-style JSON body, read once at the edge.
+ * The body stays the parsed object so later stages can rewrite it (cap max_tokens,
+ * swap the model, ask for usage) before it is serialised for the upstream.
+ */
+
+export type JsonBody = Record<string, unknown>
+
+export interface RequestFields {
+  model: string | undefined
+  stream: boolean
+  /** max_completion_tokens, else max_tokens, when a positive integer. */
+  maxTokens: number | undefined
+  /** The client itself asked for `stream_options.include_usage`. */
+  clientWantsUsage: boolean
+  /** `service_tier` as sent (`flex` means batch). */
+  serviceTier: string | undefined
+}
+
+function positiveInt(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined
+}
+
+export function readFields(body: JsonBody): RequestFields {
+  const so = body.stream_options
+  const clientWantsUsage =
+    typeof so === 'object' && so !== null && (so as Record<string, unknown>).include_usage === true
+  return {
+    model: typeof body.model === 'string' ? body.model : undefined,
+    stream: body.stream === true,
+    maxTokens: positiveInt(body.max_completion_tokens) ?? positiveInt(body.max_tokens),
+    clientWantsUsage,
+    serviceTier: typeof body.service_tier === 'string' ? body.service_tier : undefined,
+  }
+}
+
+/**
+ * Asks the upstream for a usage chunk at the end of a stream, so the gateway can account
+ * tokens exactly; the relay removes that chunk again when the client did not ask for it.
+ */
+export function requestStreamUsage(body: JsonBody): void {
+  const so = body.stream_options
+  if (typeof so === 'object' && so !== null && !Array.isArray(so)) {
+    ;(so as Record<string, unknown>).include_usage = true
+  } else {
+    body.stream_options = { include_usage: true }
+  }
+}
+
+/**
+ * Characters in the prompt (message contents, or `prompt` for completions). A cheap
+ * stand-in for tokens at the edge; admission turns it into tokens with a per-model ratio.
+ */
+export function promptChars(body: JsonBody): number {
+  let n = 0
+  const messages = body.messages
+  if (Array.isArray(messages)) {
+    for (const m of messages) {
+      if (typeof m !== 'object' || m === null) continue
+      n += contentChars((m as Record<string, unknown>).content)
+    }
+    return n
+  }
+  const prompt = body.prompt
+  if (typeof prompt === 'string') return prompt.length
+  if (Array.isArray(prompt)) {
+    for (const p of prompt) {
+      if (typeof p === 'string') n += p.length
+      else if (typeof p === 'number')
+        n += 4 // a token id: about four characters
+      else if (Array.isArray(p)) n += 4 * p.length
+    }
+  }
+  const input = body.input
+  if (typeof input === 'string') n += input.length
+  else if (Array.isArray(input)) for (const p of input) if (typeof p === 'string') n += p.length
+  return n
+}
+
+function contentChars(content: unknown): number {
+  if (typeof content === 'string') return content.length
+  if (!Array.isArray(content)) return 0
+  let n = 0
+  for (const part of content) {
+    if (typeof part === 'object' && part !== null) {
+      const text = (part as Record<string, unknown>).text
+      if (typeof text === 'string') n += text.length
+    }
+  }
+  return n
+}

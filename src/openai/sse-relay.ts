@@ -1,0 +1,154 @@
+/**
+ * Observes an OpenAI-style Server-Sent-Events stream on its way to the client.
+ *
+ * Bytes are forwarded as they came (no JSON re-encoding): each upstream chunk is passed
+ * on up to its last complete event; only a trailing partial event is held until its end
+ * arrives. Each complete event is read (JSON.parse of its data) to record the first
+ * content token, the content chunk count, the gaps between chunks, the finish reason and
+ * the usage. When the gateway added `stream_options.include_usage` itself, the usage-only
+ * chunk (`"choices": []`) is dropped again so the client sees exactly what it asked for.
+ */
+import type { Clock } from '../clock.js'
+import type { Ticket } from '../ticket.js'
+
+const LF = 0x0a
+const CR = 0x0d
+const DATA = Buffer.from('data:')
+const EMPTY = Buffer.alloc(0)
+
+type Json = Record<string, unknown>
+
+function isRecord(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null
+}
+
+/** Index just past the blank line that ends the last complete event in buf, or 0. */
+function lastEventEnd(buf: Buffer): number {
+  for (let i = buf.length - 1; i > 0; i--) {
+    if (buf[i] !== LF) continue
+    const prev = buf[i - 1]
+    if (prev === LF) return i + 1
+    if (prev === CR && i >= 2 && buf[i - 2] === LF) return i + 1
+    if (prev === CR && i >= 3 && buf[i - 2] === CR && buf[i - 3] === LF) return i + 1
+  }
+  return 0
+}
+
+export class SseRelay {
+  private pending: Buffer = EMPTY
+  private readonly ticket: Ticket
+  private readonly clock: Clock
+  private readonly stripUsage: boolean
+
+  constructor(ticket: Ticket, clock: Clock, stripUsage: boolean) {
+    this.ticket = ticket
+    this.clock = clock
+    this.stripUsage = stripUsage
+  }
+
+  /** Takes an upstream chunk; returns what to send to the client now (maybe empty). */
+  push(chunk: Buffer): Buffer {
+    const buf = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk])
+    const end = lastEventEnd(buf)
+    if (end === 0) {
+      this.pending = buf
+      return EMPTY
+    }
+    this.pending = end === buf.length ? EMPTY : buf.subarray(end)
+    const complete = end === buf.length ? buf : buf.subarray(0, end)
+    return this.observe(complete)
+  }
+
+  /** At the upstream's end: whatever partial event is left, passed on as it is. */
+  flush(): Buffer {
+    const rest = this.pending
+    this.pending = EMPTY
+    return rest
+  }
+
+  /** Drops a held partial event (the stream failed; it can never complete). */
+  discard(): void {
+    this.pending = EMPTY
+  }
+
+  /** Reads every event in `buf` (complete events only); returns the bytes to forward. */
+  private observe(buf: Buffer): Buffer {
+    let dropFrom = -1
+    let dropTo = -1
+    let start = 0
+    while (start < buf.length) {
+      let end = buf.indexOf(LF, start)
+      if (end === -1) end = buf.length
+      // one line: `data: {...}` (other fields and comments are passed on unread)
+      if (
+        buf.length - start > DATA.length &&
+        buf.compare(DATA, 0, DATA.length, start, start + DATA.length) === 0
+      ) {
+        const lineEnd = end > start && buf[end - 1] === CR ? end - 1 : end
+        if (this.onData(buf, start + DATA.length, lineEnd) && this.stripUsage) {
+          dropFrom = start
+          // the event's own blank line goes with it
+          let next = end + 1
+          while (next < buf.length && (buf[next] === LF || buf[next] === CR)) next++
+          dropTo = next
+        }
+      }
+      start = end + 1
+    }
+    if (dropFrom === -1) return buf
+    return Buffer.concat([buf.subarray(0, dropFrom), buf.subarray(dropTo)])
+  }
+
+  /** Records one `data:` payload. Returns true when it is a usage-only chunk. */
+  private onData(buf: Buffer, from: number, to: number): boolean {
+    if (buf[from] === 0x20) from++
+    if (to - from === 6 && buf.toString('latin1', from, to) === '[DONE]') return false
+    let event: unknown
+    try {
+      event = JSON.parse(buf.toString('utf8', from, to))
+    } catch {
+      return false // not JSON: relayed, not counted
+    }
+    if (!isRecord(event)) return false
+    const t = this.ticket
+    const usage = event.usage
+    if (isRecord(usage) && typeof usage.prompt_tokens === 'number') {
+      t.usage = {
+        promptTokens: usage.prompt_tokens,
+        completionTokens: typeof usage.completion_tokens === 'number' ? usage.completion_tokens : 0,
+      }
+    }
+    const choices = event.choices
+    if (!Array.isArray(choices)) return false
+    if (choices.length === 0) return t.usage !== undefined && isRecord(usage)
+    const choice: unknown = choices[0]
+    if (!isRecord(choice)) return false
+    if (typeof choice.finish_reason === 'string') t.finishReason = choice.finish_reason
+    if (hasContent(choice)) {
+      const now = this.clock.now()
+      if (t.firstTokenAt === undefined) t.firstTokenAt = now
+      else if (t.lastTokenAt !== undefined) t.itlMs.push(now - t.lastTokenAt)
+      t.lastTokenAt = now
+      t.contentChunks++
+    }
+    return false
+  }
+}
+
+/** A chunk carries content when it has text, reasoning or a tool call for the client. */
+function hasContent(choice: Json): boolean {
+  if (typeof choice.text === 'string') return choice.text.length > 0
+  const delta = choice.delta
+  if (!isRecord(delta)) return false
+  return (
+    (typeof delta.content === 'string' && delta.content.length > 0) ||
+    (typeof delta.reasoning_content === 'string' && delta.reasoning_content.length > 0) ||
+    (typeof delta.reasoning === 'string' && delta.reasoning.length > 0) ||
+    (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0)
+  )
+}
+
+/** The event that ends a stream that failed midway (documented in docs/errors.md). */
+export function streamErrorEvent(body: object): Buffer {
+  return Buffer.from(`data: ${JSON.stringify(body)}\n\n`)
+}

@@ -1,0 +1,40 @@
+/**
+ * The last stage of every request, however it ended: one telemetry record and one log
+ * line. The proxy calls it exactly once per ticket.
+ */
+import type { FastifyBaseLogger as Logger } from 'fastify'
+import type { Ticket } from '../ticket.js'
+
+/** What the accounting stage needs from telemetry. */
+export interface RequestRecorder {
+  record(ticket: Ticket): void
+}
+
+const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 100) / 100)
+
+export function logTicket(logger: Logger, t: Ticket): void {
+  logger.info(
+    {
+      reqId: t.id,
+      method: t.method,
+      path: t.path,
+      tenant: t.tenant,
+      class: t.class,
+      model: t.model,
+      pool: t.pool,
+      backend: t.backend,
+      stream: t.stream,
+      status: t.status,
+      outcome: t.outcome,
+      error: t.errorCode,
+      degraded: t.degraded.length > 0 ? t.degraded : undefined,
+      promptTokens: t.usage?.promptTokens,
+      completionTokens: t.usage?.completionTokens,
+      predictedTtftMs: round(t.predictedTtftMs),
+      ttftMs: round(t.ttftMs),
+      e2eMs: round(t.e2eMs),
+      finishReason: t.finishReason,
+    },
+    'request',
+  )
+}
