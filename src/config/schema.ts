@@ -138,7 +138,7 @@ const sloSchema = z.strictObject({
   e2e_ms: positiveInt.optional(),
 })
 
-const classSchema = z.strictObject({
+export const classSchema = z.strictObject({
   /** Lower runs first. Between classes: strict priority with aging. */
   priority: nonNegativeInt,
   slo: sloSchema,
@@ -178,20 +178,27 @@ export const BUILTIN_CLASSES = {
   },
 } as const
 
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function mergeClass(base: Record<string, unknown>, own: Record<string, unknown>): Record<string, unknown> {
+  const slo = isRecord(base.slo) && isRecord(own.slo) ? { ...base.slo, ...own.slo } : (own.slo ?? base.slo)
+  return { ...base, ...own, slo }
+}
+
 const classesSchema = z
   .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'expected a lower-case class name'), z.unknown())
   .default({})
   .transform((user, ctx) => {
     // The built-in classes always exist; a user entry replaces one by name or adds a class.
-    // A user entry for a built-in name is merged over it key by key (a given `slo` replaces
-    // the built-in `slo` whole).
-    const builtins: Record<string, object> = BUILTIN_CLASSES
+    // A user entry for a built-in name is merged over it key by key, `slo` included.
+    const builtins: Record<string, Record<string, unknown>> = BUILTIN_CLASSES
     const out: Record<string, ClassConfig> = {}
     for (const name of new Set([...Object.keys(builtins), ...Object.keys(user)])) {
       const own = user[name]
       const base = builtins[name]
-      const raw =
-        base !== undefined && typeof own === 'object' && own !== null ? { ...base, ...own } : (own ?? base)
+      const raw = base !== undefined && isRecord(own) ? mergeClass(base, own) : (own ?? base)
       const r = classSchema.safeParse(raw, { reportInput: true })
       if (r.success) out[name] = r.data
       else

@@ -1,0 +1,100 @@
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, DEFAULT_CONFIG_FILE, loadConfig } from '../../../src/config/load.js'
+
+const fixture = (name: string) => join(import.meta.dirname, '../../fixtures/config', name)
+
+function problems(fn: () => unknown): readonly string[] {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems
+    throw err
+  }
+  throw new Error('expected a ConfigError')
+}
+
+describe('loadConfig', () => {
+  it('reports every mistake with the file, the path and what was expected', () => {
+    const file = fixture('three-mistakes.yaml')
+    const p = problems(() => loadConfig(file))
+    expect(p).toEqual([
+      `${file}: server.port: expected a number, got 'eighty'`,
+      `${file}: backends.pools[0].endpoints[1]: expected an http(s) URL, got 'localhost'`,
+      `${file}: backends.pools[0]: unknown key 'scrape_intervall_ms' (check the spelling; see docs/config.md)`,
+    ])
+  })
+
+  it('loads the embedded default with its named defaults', () => {
+    const { config, file } = loadConfig(undefined)
+    expect(file).toBe(DEFAULT_CONFIG_FILE)
+    expect(config.server.port).toBe(8080)
+    expect(config.server.admin_port).toBe(9464)
+    expect(config.server.body_limit_bytes).toBe(8 * 1024 * 1024)
+    expect(config.server.shutdown_grace_ms).toBe(30_000)
+    expect(config.classes.interactive?.slo.ttft_ms).toBe(500)
+    expect(config.classes.batch?.max_kv_usage).toBe(0.7)
+  })
+
+  it('applies environment, flags and --set in that order, with YAML-typed values', () => {
+    const { config } = loadConfig(
+      undefined,
+      { port: 9000, sets: ['server.body_limit_bytes=1024', 'classes.interactive.slo.ttft_ms=300', 'log.level=warn'] },
+      { SLO_GATEWAY_PORT: '7000', SLO_GATEWAY_ADMIN_PORT: '7001' },
+    )
+    expect(config.server.port).toBe(9000)
+    expect(config.server.admin_port).toBe(7001)
+    expect(config.server.body_limit_bytes).toBe(1024)
+    expect(config.classes.interactive?.slo).toEqual({ ttft_ms: 300, tpot_ms: 50 })
+    expect(config.log.level).toBe('warn')
+  })
+
+  it('turns --upstream (or SLO_GATEWAY_UPSTREAM) into one default pool and turns the simulator off', () => {
+    const a = loadConfig(undefined, { upstreams: ['http://h1:8000', 'http://h2:8000'] }).config
+    expect(a.simulator.enabled).toBe(false)
+    expect(a.backends.pools).toHaveLength(1)
+    expect(a.backends.pools[0]).toMatchObject({ name: 'default', models: ['*'], endpoints: ['http://h1:8000', 'http://h2:8000'] })
+    const b = loadConfig(undefined, {}, { SLO_GATEWAY_UPSTREAM: 'http://h3:8000,http://h4:8000' }).config
+    expect(b.backends.pools[0]?.endpoints).toEqual(['http://h3:8000', 'http://h4:8000'])
+  })
+
+  it('sets list items by index, in both spellings', () => {
+    const { config } = loadConfig(undefined, {
+      upstreams: ['http://h1:8000'],
+      sets: ['backends.pools[0].scrape_interval_ms=250', 'backends.pools.0.fail_open=true'],
+    })
+    expect(config.backends.pools[0]?.scrape_interval_ms).toBe(250)
+    expect(config.backends.pools[0]?.fail_open).toBe(true)
+  })
+
+  it('rejects bad --set, unreadable files and a YAML syntax error clearly', () => {
+    expect(problems(() => loadConfig(undefined, { sets: ['server.port'] }))[0]).toMatch(/--set server.port: expected path=value/)
+    expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toMatch(/server: unknown key 'nope'/)
+    expect(problems(() => loadConfig('/nonexistent.yaml'))[0]).toMatch(/nonexistent.yaml: cannot read the file \(ENOENT\)/)
+  })
+
+  it('refuses duplicate pool names, a model served twice and equal ports', () => {
+    const p = problems(() =>
+      loadConfig(undefined, {
+        sets: [
+          'simulator.enabled=false',
+          'backends.pools=[{name: a, models: [m]}, {name: a, models: [m]}]',
+          'server.admin_port=8080',
+        ],
+      }),
+    )
+    expect(p.join('\n')).toMatch(/backends.pools\[1\].name: duplicate pool name 'a'/)
+    expect(p.join('\n')).toMatch(/backends.pools\[1\].models: model 'm' is already served by backends.pools\[0\]/)
+    expect(p.join('\n')).toMatch(/server.admin_port: must differ from server.port/)
+  })
+
+  it('merges a user class over the built-in of that name and adds new classes', () => {
+    const { config } = loadConfig(undefined, {
+      sets: ['classes.interactive.max_kv_usage=0.9', 'classes.gold={priority: 0, slo: {ttft_ms: 200}, max_kv_usage: 0.85, reject_on_ttft: true}'],
+    })
+    expect(config.classes.interactive?.max_kv_usage).toBe(0.9)
+    expect(config.classes.interactive?.slo.ttft_ms).toBe(500)
+    expect(config.classes.gold?.slo.ttft_ms).toBe(200)
+    expect(Object.keys(config.classes).sort()).toEqual(['batch', 'gold', 'interactive'])
+  })
+})
