@@ -51,7 +51,7 @@ export interface LedgerEntry {
 }
 
 export interface Endpoint {
-  /** Stable name for metrics and headers (pool name + index, or discovered host); never an address secret. */
+  /** Stable name for metrics and headers: `<pool>-<n>`, a slot number (see pool.ts); never an address. */
   readonly name: string
   readonly origin: string
   /** One long-lived undici Pool for this origin. */
@@ -117,9 +117,12 @@ export interface BackendPool {
   endpoints(): readonly Endpoint[]
   /**
    * Choose an endpoint for a request of `tokens` (prompt + expected output) and take a lease
-   * on it (ledger + in-flight count). Undefined when no endpoint is usable now.
+   * on it (ledger + in-flight count). `accept`, when given, must also pass (admission's
+   * headroom gate). Undefined when no endpoint is usable now.
    */
-  acquire(tokens: number): Lease | undefined
+  acquire(tokens: number, accept?: (view: EndpointView) => boolean): Lease | undefined
+  /** Views of the endpoints usable now (fresh or fail-open, not ejected), for admission. */
+  views(): EndpointView[]
   /** Milliseconds until an endpoint may be usable again (for Retry-After), when none is. */
   retryAfterMs(): number
 }

@@ -1,0 +1,285 @@
+/**
+ * One model server: its undici Pool for requests, its scraper, load state, ledger and
+ * breaker. Freshness rules are in load-state.ts: stale (or never scraped) load counts as
+ * saturated, so the endpoint takes no request unless the pool fails open.
+ *
+ * Leaving (discovery removed it): `drain()` stops its scraper and new requests at once,
+ * and closes its Pool only after the last lease in flight is released.
+ */
+import { Client, Pool } from 'undici'
+import type { Clock } from '../clock.js'
+import type { GatewayConfig, PoolConfig } from '../config/schema.js'
+import { Breaker } from './breaker.js'
+import { Ledger, type LedgerEntryHandle } from './ledger.js'
+import { correctLoad } from './load-correction.js'
+import { FROZEN_GRACE_MIN_MS, LoadState } from './load-state.js'
+import { type ScrapeOutcome, Scraper } from './scraper.js'
+import type {
+  BackendLoad,
+  EffectiveLoad,
+  Endpoint,
+  EndpointResult,
+  EndpointView,
+  Lease,
+  MetricAdapter,
+} from './types.js'
+
+export interface BackendsLogger {
+  warn(obj: object, msg?: string): void
+  info(obj: object, msg?: string): void
+}
+
+export interface EndpointDeps {
+  readonly clock: Clock
+  readonly adapter: MetricAdapter
+  readonly pool: PoolConfig
+  readonly upstream: GatewayConfig['upstream']
+  readonly logger?: BackendsLogger | undefined
+  /** Called after every scrape result is applied (the load or its freshness changed). */
+  readonly onChange?: (() => void) | undefined
+}
+
+export type EndpointStatus = 'ready' | 'stale' | 'ejected' | 'probing' | 'draining'
+
+class EndpointLease implements Lease {
+  private released = false
+  constructor(
+    readonly endpoint: PoolEndpoint,
+    readonly entry: LedgerEntryHandle,
+    readonly probe: boolean,
+  ) {}
+  release(result: EndpointResult): void {
+    if (this.released) return
+    this.released = true
+    this.endpoint.finish(this, result)
+  }
+}
+
+export class PoolEndpoint implements Endpoint {
+  readonly origin: string
+  readonly dispatcher: Pool
+  readonly breaker: Breaker
+  private readonly ledger = new Ledger()
+  private readonly scrapeClient: Client
+  private readonly scraper: Scraper
+  private readonly state: LoadState
+  private scrapeStartedAt = 0
+  private leaving = false
+  private closing: Promise<void> | undefined
+  private onDrained: (() => void) | undefined
+
+  constructor(
+    readonly name: string,
+    url: string,
+    private readonly deps: EndpointDeps,
+  ) {
+    this.origin = new URL(url).origin // drops any user:password@ and path
+    const up = deps.upstream
+    this.dispatcher = new Pool(this.origin, {
+      connections: up.connections_per_endpoint,
+      connect: { timeout: up.connect_timeout_ms },
+      headersTimeout: up.headers_timeout_ms,
+      bodyTimeout: up.body_timeout_ms,
+    })
+    const scrapeTimeout = deps.pool.scrape_timeout_ms
+    this.scrapeClient = new Client(this.origin, {
+      connect: { timeout: Math.min(up.connect_timeout_ms, scrapeTimeout) },
+      headersTimeout: scrapeTimeout,
+      bodyTimeout: scrapeTimeout,
+    })
+    this.breaker = new Breaker(deps.clock, deps.pool.ejection)
+    const p = deps.pool
+    this.state = new LoadState(
+      deps.adapter,
+      p.stale_after_ms,
+      Math.max(FROZEN_GRACE_MIN_MS, 2 * p.scrape_interval_ms),
+    )
+    this.scraper = new Scraper({
+      client: this.scrapeClient,
+      path: deps.pool.metrics_path,
+      intervalMs: deps.pool.scrape_interval_ms,
+      timeoutMs: scrapeTimeout,
+      onStart: () => {
+        this.scrapeStartedAt = deps.clock.now()
+        return this.ledger.beginScrape()
+      },
+      onResult: (ticket, outcome) => this.applyScrape(ticket, this.scrapeStartedAt, outcome),
+    })
+  }
+
+  get load(): BackendLoad | undefined {
+    return this.state.load
+  }
+
+  get loadAt(): number | undefined {
+    return this.state.loadAt
+  }
+
+  get draining(): boolean {
+    return this.leaving
+  }
+
+  get inflight(): number {
+    return this.ledger.requests
+  }
+
+  get inflightTokens(): number {
+    return this.ledger.tokens
+  }
+
+  /** The last scrape succeeded and was readable. */
+  get up(): boolean {
+    return this.state.last?.ok === true
+  }
+
+  ageMs(now = this.deps.clock.now()): number | undefined {
+    return this.state.ageMs(now)
+  }
+
+  isFresh(now = this.deps.clock.now()): boolean {
+    return this.state.isFresh(now)
+  }
+
+  effectiveLoad(): EffectiveLoad {
+    const now = this.deps.clock.now()
+    const cap = this.deps.pool.capacity
+    return correctLoad({
+      load: this.state.load,
+      ledger: this.ledger.snapshot(),
+      fresh: this.isFresh(now),
+      ageMs: this.ageMs(now),
+      capacity: {
+        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
+        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
+      },
+    })
+  }
+
+  view(): EndpointView {
+    const cap = this.deps.pool.capacity
+    return {
+      name: this.name,
+      pool: this.deps.pool.name,
+      effective: this.effectiveLoad(),
+      capacity: {
+        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
+        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
+      },
+    }
+  }
+
+  status(): EndpointStatus {
+    if (this.leaving) return 'draining'
+    const b = this.breaker.state()
+    if (b === 'open') return 'ejected'
+    if (b === 'half_open') return 'probing'
+    return this.isFresh() ? 'ready' : 'stale'
+  }
+
+  /**
+   * May take a request now: not leaving, the breaker allows, and the load is fresh (or the pool
+   * fails open, or the metrics are frozen and nothing is in flight here: one probe at a time).
+   */
+  usable(): boolean {
+    if (this.leaving || !this.breaker.allows()) return false
+    return this.deps.pool.fail_open || this.isFresh() || (this.state.frozen && this.ledger.requests === 0)
+  }
+
+  /** Milliseconds until this endpoint may be usable again (0 when it is). */
+  retryInMs(): number {
+    if (this.leaving) return Number.POSITIVE_INFINITY
+    const breaker = this.breaker.retryInMs()
+    const fresh = this.deps.pool.fail_open || this.isFresh() ? 0 : (this.scraper.msUntilNext() ?? 0)
+    return Math.max(breaker, fresh)
+  }
+
+  /** Takes a lease (the caller has checked `usable()`). */
+  acquire(tokens: number): Lease {
+    const probe = this.breaker.onSend()
+    return new EndpointLease(this, this.ledger.open(tokens, this.deps.clock.now()), probe)
+  }
+
+  /** @internal Called once per lease by EndpointLease.release. */
+  finish(lease: EndpointLease, result: EndpointResult): void {
+    if (!this.ledger.close(lease.entry)) return
+    this.breaker.onResult(result, lease.probe)
+    if (this.leaving && this.ledger.requests === 0) this.onDrained?.()
+  }
+
+  start(): void {
+    if (!this.leaving) this.scraper.start()
+  }
+
+  /** Stops new requests and scraping; resolves once the last lease is released and the Pool closed. */
+  drain(): Promise<void> {
+    if (this.closing !== undefined) return this.closing
+    this.leaving = true
+    this.scraper.stop()
+    const idle =
+      this.ledger.requests === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            this.onDrained = resolve
+          })
+    this.closing = idle.then(() => this.closeNow())
+    return this.closing
+  }
+
+  /** Stops everything; waits for requests the Pool still carries. */
+  close(): Promise<void> {
+    this.leaving = true
+    this.scraper.stop()
+    this.onDrained?.()
+    this.closing ??= this.closeNow()
+    return this.closing
+  }
+
+  private async closeNow(): Promise<void> {
+    await Promise.allSettled([this.dispatcher.close(), this.scrapeClient.destroy()])
+  }
+
+  private applyScrape(ticket: number, sentAt: number, outcome: ScrapeOutcome): void {
+    const before = this.state.last
+    const verdict = this.state.apply(outcome, sentAt, this.deps.clock.now(), this.ledger)
+    const log = { pool: this.deps.pool.name, backend: this.name }
+    this.deps.onChange?.()
+    if (verdict === 'fresh') {
+      this.ledger.applyScrape(ticket)
+      this.breaker.onScrapeOk()
+      if (before !== undefined && !before.ok) this.deps.logger?.info(log, 'backend metrics back')
+      return
+    }
+    const { failure, detail } = this.state.last ?? {}
+    // logged when the failure starts or changes kind, not on every retry
+    if (before?.failure !== failure)
+      this.deps.logger?.warn({ ...log, failure, detail }, 'backend metrics failing')
+  }
+
+  snapshot(): object {
+    const now = this.deps.clock.now()
+    return {
+      name: this.name,
+      origin: this.origin,
+      status: this.status(),
+      usable: this.usable(),
+      load: this.state.load ?? null,
+      effectiveLoad: this.effectiveLoad(),
+      freshness: {
+        fresh: this.isFresh(now),
+        ageMs: this.ageMs(now) ?? null,
+        staleAfterMs: this.deps.pool.stale_after_ms,
+      },
+      scrape: {
+        up: this.up,
+        lastAgoMs: this.state.last === undefined ? null : now - this.state.last.at,
+        failure: this.state.last?.failure ?? null,
+        detail: this.state.last?.detail ?? null,
+        consecutiveFailures: this.scraper.consecutiveFailures,
+        nextInMs: this.scraper.msUntilNext() ?? null,
+      },
+      breaker: this.breaker.snapshot(),
+      ledger: this.ledger.snapshot(),
+      draining: this.leaving,
+    }
+  }
+}
