@@ -2,12 +2,25 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Integration tests start real servers and time-scaled simulators; running every
-    // file at once on a 2-core machine turns timing assertions into CPU-contention noise.
-    maxWorkers: 2,
-    reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
+      },
+      {
+        // Integration and e2e tests start real servers, time-scaled simulators and child
+        // processes, and some check timing (a chunk relayed within 20 ms). On a 2-core
+        // machine two such files at once turn those checks into CPU-contention noise, so
+        // these files run one at a time.
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+          fileParallelism: false,
+        },
+      },
+    ],
   },
 })
