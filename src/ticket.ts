@@ -25,6 +25,8 @@ export class Ticket {
   readonly arrivedAt: number
   readonly method: string
   readonly path: string
+  /** The matched route pattern (bounded, for metric labels), e.g. `/v1/*`. */
+  route = ''
 
   tenant = 'default'
   class = 'interactive'

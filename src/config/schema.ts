@@ -207,6 +207,32 @@ const classesSchema = z
     return out
   })
 
+const admissionSchema = z.strictObject({
+  /** false: a plain proxy (no queues, no predictions, no refusals for capacity). */
+  enabled: z.boolean().default(true),
+  /** Admit when predicted TTFT <= SLO x (1 - margin). */
+  margin: z.number().min(0).max(0.9).default(0.1),
+  /** A lower-priority class whose oldest request waited this long is served next (no starvation). */
+  aging_ms: positiveInt.default(10_000),
+  /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
+  max_server_waiting: nonNegativeInt.default(0),
+  /** Dispatch only to an endpoint with fewer requests in flight (else capacity.max_num_seqs when set). */
+  max_inflight_per_endpoint: positiveInt.default(256),
+  /** Output tokens reserved for a request that sets no max_tokens. */
+  default_max_tokens: positiveInt.default(1024),
+  /** Priors of the TTFT estimator, refined online from every finished request. */
+  estimator: z
+    .strictObject({
+      /** One engine step with a small batch, ms. */
+      step_ms: z.number().positive().default(15),
+      /** Prefill throughput of one endpoint, tokens/s. */
+      prefill_tokens_per_s: z.number().positive().default(20_000),
+    })
+    .prefault({}),
+})
+
+export type AdmissionConfig = z.output<typeof admissionSchema>
+
 const telemetrySchema = z.strictObject({
   /** Tenants beyond the top N by traffic are labelled `other` (label-cardinality cap). */
   tenant_label_limit: positiveInt.default(50),
@@ -214,11 +240,18 @@ const telemetrySchema = z.strictObject({
   ttft_buckets_s: z.array(z.number().positive()).optional(),
   /** One summary line per class logged this often (0 = never). */
   summary_interval_ms: nonNegativeInt.default(60_000),
+  /** How often the labelled tenants are re-chosen as the top N by traffic. */
+  tenant_label_rebalance_ms: positiveInt.default(60_000),
+  /** Cost is split among tenants by their tokens over intervals of this length. */
+  cost_interval_ms: positiveInt.default(10_000),
+  /** How often the backends' running batches are sampled (batch-size distribution, busy time). */
+  backend_sample_interval_ms: positiveInt.default(1_000),
 })
 
 export const configSchema = z
   .strictObject({
     classes: classesSchema,
+    admission: admissionSchema.prefault({}),
     telemetry: telemetrySchema.prefault({}),
     server: serverSchema.prefault({}),
     log: logSchema.prefault({}),

@@ -8,6 +8,8 @@ import type { Ticket } from '../ticket.js'
 /** What the accounting stage needs from telemetry. */
 export interface RequestRecorder {
   record(ticket: Ticket): void
+  /** The plain HTTP counter and duration histogram, for every public route. */
+  observeHttp?(route: string, method: string, status: number, seconds: number): void
 }
 
 const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 100) / 100)

@@ -1,0 +1,19 @@
+export { OTHER } from './bounded-label.js'
+export { type CostShare, IDLE, type PoolCost } from './cost.js'
+export {
+  OUTPUT_LENGTH_BUCKETS,
+  outputLengthBucket,
+  PROMPT_LENGTH_BUCKETS,
+  promptLengthBucket,
+} from './length-buckets.js'
+export { BACKEND_MODULE_METRICS, exportedSeriesNames, HISTOGRAMS, METRICS } from './names.js'
+export type { Quantiles, WindowName, WindowStats } from './rolling-windows.js'
+export type { SummaryLine } from './summary.js'
+export {
+  createTelemetry,
+  type QueueSample,
+  type Telemetry,
+  type TelemetryDeps,
+  type TelemetryLogger,
+} from './telemetry.js'
+export { type Measurement, measure, type SloName, type Verdict, verdictOf } from './verdict.js'

@@ -1,0 +1,66 @@
+/**
+ * Every metric name the telemetry module exports, once. docs/metrics.md documents each;
+ * the dashboard test checks expressions against these, the backends' names and the
+ * recording rules.
+ */
+
+export const METRICS = {
+  requests: 'slo_gateway_requests_total',
+  goodRequests: 'slo_gateway_good_requests_total',
+  goodTokens: 'slo_gateway_good_tokens_total',
+  sloMissed: 'slo_gateway_slo_missed_total',
+  rejected: 'slo_gateway_rejected_total',
+  degraded: 'slo_gateway_degraded_total',
+  degradedRequests: 'slo_gateway_degraded_requests_total',
+  errors: 'slo_gateway_errors_total',
+  tokens: 'slo_gateway_tokens_total',
+  cost: 'slo_gateway_cost_total',
+  ttft: 'slo_gateway_ttft_seconds',
+  tpot: 'slo_gateway_tpot_seconds',
+  itl: 'slo_gateway_itl_seconds',
+  e2e: 'slo_gateway_e2e_seconds',
+  queueWait: 'slo_gateway_queue_wait_seconds',
+  predictionError: 'slo_gateway_ttft_prediction_error_ratio',
+  queueDepth: 'slo_gateway_queue_depth',
+  inflight: 'slo_gateway_inflight',
+  sloThreshold: 'slo_gateway_slo_threshold_seconds',
+  httpRequests: 'slo_gateway_http_requests_total',
+  httpDuration: 'slo_gateway_http_request_duration_seconds',
+  backendPreemptions: 'slo_gateway_backend_preemptions_total',
+  backendPrefixQueries: 'slo_gateway_backend_prefix_cache_queries_total',
+  backendPrefixHits: 'slo_gateway_backend_prefix_cache_hits_total',
+  backendBusy: 'slo_gateway_backend_busy_seconds_total',
+  backendBatchSize: 'slo_gateway_backend_running_batch_size',
+} as const
+
+export type MetricKey = keyof typeof METRICS
+
+/** Histograms (exported with `_bucket`, `_sum`, `_count` series). */
+export const HISTOGRAMS: readonly string[] = [
+  METRICS.ttft,
+  METRICS.tpot,
+  METRICS.itl,
+  METRICS.e2e,
+  METRICS.queueWait,
+  METRICS.predictionError,
+  METRICS.httpDuration,
+  METRICS.backendBatchSize,
+]
+
+/** Defined by the backends module (src/backends), not here; rules and dashboard use them. */
+export const BACKEND_MODULE_METRICS: readonly string[] = [
+  'slo_gateway_backend_up',
+  'slo_gateway_backend_kv_usage_ratio',
+  'slo_gateway_backend_waiting',
+  'slo_gateway_backend_running',
+  'slo_gateway_backend_scrape_age_seconds',
+  'slo_gateway_backend_ejected',
+]
+
+/** Every series name the project exports (histograms expanded). */
+export function exportedSeriesNames(): Set<string> {
+  const out = new Set<string>(Object.values(METRICS))
+  for (const h of HISTOGRAMS) for (const s of ['_bucket', '_sum', '_count']) out.add(h + s)
+  for (const b of BACKEND_MODULE_METRICS) out.add(b)
+  return out
+}
