@@ -119,7 +119,8 @@ export const ERRORS = {
   GW_ERR_TTFT_SLO: {
     status: 503,
     type: 'service_unavailable_error',
-    message: 'The {class} time-to-first-token objective cannot be met now (predicted {predicted} ms); retry later.',
+    message:
+      'The {class} time-to-first-token objective cannot be met now (predicted {predicted} ms); retry later.',
     retryable: true,
     rejectReason: 'ttft_slo',
   },

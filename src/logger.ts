@@ -14,6 +14,10 @@ export const REDACT_PATHS = SECRET_HEADERS.flatMap((h) => [
 ])
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const opts = { level, base: { service: 'slo-gateway' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }
+  const opts = {
+    level,
+    base: { service: 'slo-gateway' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  }
   return destination === undefined ? pino(opts) : pino(opts, destination)
 }

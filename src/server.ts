@@ -44,7 +44,10 @@ export async function listen(gateway: Gateway, opts: ListenOptions = {}): Promis
       ])
       clearTimeout(timer)
       if (!finished) {
-        gateway.app.log.warn({ inflight: gateway.handlers.inFlight }, 'grace period over; closing with requests in flight')
+        gateway.app.log.warn(
+          { inflight: gateway.handlers.inFlight },
+          'grace period over; closing with requests in flight',
+        )
         gateway.app.server.closeAllConnections()
       }
       await gateway.app.close()

@@ -5,7 +5,9 @@ import { ERRORS, errorHeaders, GatewayError, MAX_RETRY_AFTER_MS } from '../../sr
 
 const doc = readFileSync(join(import.meta.dirname, '../../docs/errors.md'), 'utf8')
 const rows = new Map(
-  [...doc.matchAll(/^\| `(GW_ERR_\w+)` \| (\d+) \| `(\w+)` \| (?:`(\w+)`)? *\| (yes|no)[^|]*\| (.*) \|$/gm)].map((m) => [
+  [
+    ...doc.matchAll(/^\| `(GW_ERR_\w+)` \| (\d+) \| `(\w+)` \| (?:`(\w+)`)? *\| (yes|no)[^|]*\| (.*) \|$/gm),
+  ].map((m) => [
     m[1],
     { status: Number(m[2]), type: m[3], reason: m[4], retry: m[5] === 'yes', message: m[6] },
   ]),

@@ -6,7 +6,10 @@ describe('Rls', () => {
     const rls = new Rls([0, 0, 0])
     const truth = [8, 0.03, 0.2]
     let seed = 7
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed / 2 ** 31
+    }
     for (let i = 0; i < 500; i++) {
       const x = [1, rnd() * 8000, rnd() * 200]
       rls.update(x, truth[0]! * x[0]! + truth[1]! * x[1]! + truth[2]! * x[2]!)

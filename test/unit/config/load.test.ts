@@ -39,7 +39,10 @@ describe('loadConfig', () => {
   it('applies environment, flags and --set in that order, with YAML-typed values', () => {
     const { config } = loadConfig(
       undefined,
-      { port: 9000, sets: ['server.body_limit_bytes=1024', 'classes.interactive.slo.ttft_ms=300', 'log.level=warn'] },
+      {
+        port: 9000,
+        sets: ['server.body_limit_bytes=1024', 'classes.interactive.slo.ttft_ms=300', 'log.level=warn'],
+      },
       { SLO_GATEWAY_PORT: '7000', SLO_GATEWAY_ADMIN_PORT: '7001' },
     )
     expect(config.server.port).toBe(9000)
@@ -53,7 +56,11 @@ describe('loadConfig', () => {
     const a = loadConfig(undefined, { upstreams: ['http://h1:8000', 'http://h2:8000'] }).config
     expect(a.simulator.enabled).toBe(false)
     expect(a.backends.pools).toHaveLength(1)
-    expect(a.backends.pools[0]).toMatchObject({ name: 'default', models: ['*'], endpoints: ['http://h1:8000', 'http://h2:8000'] })
+    expect(a.backends.pools[0]).toMatchObject({
+      name: 'default',
+      models: ['*'],
+      endpoints: ['http://h1:8000', 'http://h2:8000'],
+    })
     const b = loadConfig(undefined, {}, { SLO_GATEWAY_UPSTREAM: 'http://h3:8000,http://h4:8000' }).config
     expect(b.backends.pools[0]?.endpoints).toEqual(['http://h3:8000', 'http://h4:8000'])
   })
@@ -68,9 +75,15 @@ describe('loadConfig', () => {
   })
 
   it('rejects bad --set, unreadable files and a YAML syntax error clearly', () => {
-    expect(problems(() => loadConfig(undefined, { sets: ['server.port'] }))[0]).toMatch(/--set server.port: expected path=value/)
-    expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toMatch(/server: unknown key 'nope'/)
-    expect(problems(() => loadConfig('/nonexistent.yaml'))[0]).toMatch(/nonexistent.yaml: cannot read the file \(ENOENT\)/)
+    expect(problems(() => loadConfig(undefined, { sets: ['server.port'] }))[0]).toMatch(
+      /--set server.port: expected path=value/,
+    )
+    expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toMatch(
+      /server: unknown key 'nope'/,
+    )
+    expect(problems(() => loadConfig('/nonexistent.yaml'))[0]).toMatch(
+      /nonexistent.yaml: cannot read the file \(ENOENT\)/,
+    )
   })
 
   it('refuses duplicate pool names, a model served twice and equal ports', () => {
@@ -84,13 +97,18 @@ describe('loadConfig', () => {
       }),
     )
     expect(p.join('\n')).toMatch(/backends.pools\[1\].name: duplicate pool name 'a'/)
-    expect(p.join('\n')).toMatch(/backends.pools\[1\].models: model 'm' is already served by backends.pools\[0\]/)
+    expect(p.join('\n')).toMatch(
+      /backends.pools\[1\].models: model 'm' is already served by backends.pools\[0\]/,
+    )
     expect(p.join('\n')).toMatch(/server.admin_port: must differ from server.port/)
   })
 
   it('merges a user class over the built-in of that name and adds new classes', () => {
     const { config } = loadConfig(undefined, {
-      sets: ['classes.interactive.max_kv_usage=0.9', 'classes.gold={priority: 0, slo: {ttft_ms: 200}, max_kv_usage: 0.85, reject_on_ttft: true}'],
+      sets: [
+        'classes.interactive.max_kv_usage=0.9',
+        'classes.gold={priority: 0, slo: {ttft_ms: 200}, max_kv_usage: 0.85, reject_on_ttft: true}',
+      ],
     })
     expect(config.classes.interactive?.max_kv_usage).toBe(0.9)
     expect(config.classes.interactive?.slo.ttft_ms).toBe(500)
