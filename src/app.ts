@@ -13,6 +13,7 @@ import Fastify, {
 } from 'fastify'
 import type { Registry } from 'prom-client'
 import { registerAdminRoutes } from './admin.js'
+import type { Admission } from './admission/admission.js'
 import type { Backends } from './backends/types.js'
 import type { Clock } from './clock.js'
 import type { GatewayConfig } from './config/schema.js'
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   readonly registry: Registry
   readonly backends: Backends
   readonly recorder: RequestRecorder
+  /** Admission control; undefined makes a plain proxy. */
+  readonly admission?: Admission | undefined
   /** Extra sections for GET /admin/state, each read when asked. */
   readonly state?: Record<string, () => unknown>
 }
@@ -78,6 +81,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
   })
   const handlers = new ProxyHandlers({
     backends: deps.backends,
+    admission: deps.admission,
     recorder: deps.recorder,
     clock: deps.clock,
     logger: deps.logger,
@@ -109,6 +113,8 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
     )
   })
 
+  // The OpenAI routes take JSON only: anything else is a 415, not a string body.
+  app.removeContentTypeParser('text/plain')
   app.post('/v1/chat/completions', handlers.json)
   app.post('/v1/completions', handlers.json)
   app.post('/v1/embeddings', handlers.json)
@@ -132,6 +138,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
       draining: handlers.draining,
       inflight: handlers.inFlight,
       backends: deps.backends.state(),
+      admission: deps.admission?.state(),
       ...Object.fromEntries(Object.entries(deps.state ?? {}).map(([k, f]) => [k, f()])),
     }),
   })

@@ -47,20 +47,32 @@ export function requestStreamUsage(body: JsonBody): void {
   }
 }
 
+export interface PromptSize {
+  /** Characters of prompt text (message contents, `prompt`, or `input`). */
+  chars: number
+  /** Chat messages (each adds template tokens); 0 for completions. */
+  messages: number
+}
+
 /**
- * Characters in the prompt (message contents, or `prompt` for completions). A cheap
- * stand-in for tokens at the edge; admission turns it into tokens with a per-model ratio.
+ * The size of the prompt: a cheap stand-in for tokens at the edge; admission turns it
+ * into tokens with a per-model ratio.
  */
-export function promptChars(body: JsonBody): number {
-  let n = 0
+export function promptSize(body: JsonBody): PromptSize {
   const messages = body.messages
   if (Array.isArray(messages)) {
+    let n = 0
     for (const m of messages) {
       if (typeof m !== 'object' || m === null) continue
       n += contentChars((m as Record<string, unknown>).content)
     }
-    return n
+    return { chars: n, messages: messages.length }
   }
+  return { chars: promptChars(body), messages: 0 }
+}
+
+function promptChars(body: JsonBody): number {
+  let n = 0
   const prompt = body.prompt
   if (typeof prompt === 'string') return prompt.length
   if (Array.isArray(prompt)) {

@@ -5,10 +5,11 @@ import { randomUUID } from 'node:crypto'
 import type { OutgoingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest, FastifyBaseLogger as Logger } from 'fastify'
-import type { BackendPool, Backends } from '../backends/types.js'
+import type { Admission, Waiting } from '../admission/admission.js'
+import type { BackendPool, Backends, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import { errorHeaders, GatewayError } from '../errors.js'
-import { type JsonBody, promptChars, readFields, requestStreamUsage } from '../openai/request-fields.js'
+import { type JsonBody, promptSize, readFields, requestStreamUsage } from '../openai/request-fields.js'
 import { Ticket } from '../ticket.js'
 import { logTicket, type RequestRecorder } from './account.js'
 import { forward } from './forward.js'
@@ -16,6 +17,8 @@ import { upstreamRequestHeaders } from './headers.js'
 
 export interface ProxyContext {
   readonly backends: Backends
+  /** Undefined: a plain proxy (admission.enabled false). */
+  readonly admission?: Admission | undefined
   readonly recorder: RequestRecorder
   readonly clock: Clock
   readonly logger: Logger
@@ -50,6 +53,7 @@ export class ProxyHandlers {
 
   newTicket(request: FastifyRequest): Ticket {
     const t = new Ticket(request.id, request.method, request.url, this.ctx.clock.now())
+    t.route = request.routeOptions.url ?? 'unmatched'
     this.inflight++
     return t
   }
@@ -59,6 +63,7 @@ export class ProxyHandlers {
     if (t.finishedAt === undefined) t.finishedAt = this.ctx.clock.now()
     try {
       this.ctx.recorder.record(t)
+      this.ctx.recorder.observeHttp?.(t.route, t.method, t.status, (t.finishedAt - t.arrivedAt) / 1000)
     } catch (err) {
       this.ctx.logger.error({ err, reqId: t.id }, 'telemetry record failed')
     }
@@ -110,12 +115,106 @@ export class ProxyHandlers {
     t.pool = pool.name
     const generates =
       request.url.startsWith('/v1/chat/completions') || request.url.startsWith('/v1/completions')
-    const stripUsage = generates && t.stream && !t.clientWantsUsage
+    const admission = this.ctx.admission
+    if (!generates || admission === undefined) {
+      const stripUsage = generates && t.stream && !t.clientWantsUsage
+      if (stripUsage) requestStreamUsage(body)
+      t.promptTokens = Math.ceil(promptSize(body).chars / 4)
+      const lease = pool.acquire(t.promptTokens + (t.maxTokens ?? DEFAULT_EXPECTED_OUTPUT))
+      if (lease === undefined) {
+        const err = new GatewayError(
+          'GW_ERR_NO_BACKEND',
+          { model: t.model ?? pool.name },
+          { retryAfterMs: pool.retryAfterMs() },
+        )
+        this.refuse(t, reply, err)
+        return
+      }
+      this.forwardTo(t, request, reply, lease, JSON.stringify(body), stripUsage, {})
+      return
+    }
+    this.admit(t, request, reply, pool, body, fields.serviceTier, admission)
+  }
+
+  /** Generation requests: admission decides, queues and dispatches. */
+  private admit(
+    t: Ticket,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    pool: BackendPool,
+    body: JsonBody,
+    serviceTier: string | undefined,
+    admission: Admission,
+  ): void {
+    const d = admission.decide({
+      ticket: t,
+      body,
+      pool,
+      priorityHeader: request.headers['x-priority'],
+      serviceTier,
+    })
+    if (d.kind === 'reject') {
+      this.refuse(t, reply, d.error)
+      return
+    }
+    const stripUsage = t.stream && !t.clientWantsUsage
     if (stripUsage) requestStreamUsage(body)
-    t.promptTokens = Math.ceil(promptChars(body) / 4)
     const payload = JSON.stringify(body)
     t.bodyBytes = payload.length
-    this.dispatch(t, request, reply, pool, payload, stripUsage)
+    reply.hijack() // the answer may come later, from the dispatcher
+    const res = reply.raw
+    let queued = true
+    const w: Waiting = {
+      id: t.id,
+      ticket: t,
+      className: d.className,
+      promptTokens: d.promptTokens,
+      kvTokens: d.kvTokens,
+      bytes: payload.length,
+      dispatch: (lease, queuedMs) => {
+        queued = false
+        res.off('close', onClose)
+        const extra: OutgoingHttpHeaders = {
+          'x-gateway-class': d.className,
+          'x-gateway-predicted-ttft-ms': String(Math.round(t.predictedTtftMs ?? 0)),
+          'x-gateway-queue-ms': String(Math.round(queuedMs)),
+        }
+        if (t.degraded.length > 0) extra['x-gateway-degraded'] = t.degraded.join(',')
+        if (t.servedModel !== undefined) extra['x-gateway-model'] = t.servedModel
+        const done = this.account
+        this.forwardTo(t, request, reply, lease, payload, stripUsage, extra, (ticket) => {
+          admission.learnTokens(ticket, body)
+          done(ticket)
+        })
+      },
+      shed: (err) => {
+        queued = false
+        res.off('close', onClose)
+        this.refuse(t, reply, err)
+      },
+    }
+    const onClose = () => {
+      if (queued && d.pool.cancel(w)) {
+        queued = false
+        t.outcome = 'cancelled'
+        this.account(t)
+      }
+    }
+    res.on('close', onClose)
+    const placed = d.pool.place(w, t.tenant, 1, d.deadline)
+    if (placed === 'queue_full' && queued) {
+      queued = false
+      res.off('close', onClose)
+      this.refuse(
+        t,
+        reply,
+        new GatewayError(
+          'GW_ERR_QUEUE_FULL',
+          { class: d.className },
+          { retryAfterMs: d.pool.drainMs(d.className, 0) },
+        ),
+      )
+    }
   }
 
   /** Any other /v1/* request: forwarded as it came, body streamed. */
@@ -128,27 +227,28 @@ export class ProxyHandlers {
     if (pool === undefined) return this.refuse(t, reply, new GatewayError('GW_ERR_NO_BACKEND', { model: '' }))
     t.pool = pool.name
     const body = (request.body as Readable | undefined) ?? null
-    this.dispatch(t, request, reply, pool, body, false)
+    const lease = pool.acquire(0)
+    if (lease === undefined) {
+      this.refuse(
+        t,
+        reply,
+        new GatewayError('GW_ERR_NO_BACKEND', { model: pool.name }, { retryAfterMs: pool.retryAfterMs() }),
+      )
+      return
+    }
+    this.forwardTo(t, request, reply, lease, body, false, {})
   }
 
-  private dispatch(
+  private forwardTo(
     t: Ticket,
     request: FastifyRequest,
     reply: FastifyReply,
-    pool: BackendPool,
+    lease: Lease,
     body: string | Readable | null,
     stripUsage: boolean,
+    extra: OutgoingHttpHeaders,
+    onDone: (t: Ticket) => void = this.account,
   ): void {
-    const lease = pool.acquire(t.promptTokens + (t.maxTokens ?? DEFAULT_EXPECTED_OUTPUT))
-    if (lease === undefined) {
-      const err = new GatewayError(
-        'GW_ERR_NO_BACKEND',
-        { model: t.model ?? pool.name },
-        { retryAfterMs: pool.retryAfterMs() },
-      )
-      this.refuse(t, reply, err)
-      return
-    }
     const headers = upstreamRequestHeaders(request.headers)
     headers['x-request-id'] = t.id
     if (typeof body === 'string') {
@@ -157,11 +257,9 @@ export class ProxyHandlers {
     } else if (request.headers['content-length'] !== undefined) {
       headers['content-length'] = request.headers['content-length']
     }
-    const extraHeaders: OutgoingHttpHeaders = {
-      'x-request-id': t.id,
-      'x-gateway-backend': lease.endpoint.name,
-    }
-    reply.hijack()
+    extra['x-request-id'] = t.id
+    extra['x-gateway-backend'] = lease.endpoint.name
+    if (!reply.sent) reply.hijack()
     forward({
       ticket: t,
       lease,
@@ -170,10 +268,10 @@ export class ProxyHandlers {
       headers,
       body,
       res: reply.raw,
-      extraHeaders,
+      extraHeaders: extra,
       stripUsage,
       clock: this.ctx.clock,
-      onDone: this.account,
+      onDone,
     })
   }
 }

@@ -1,0 +1,83 @@
+/**
+ * Wiring: the real parts behind buildGateway (backends with their scrapers, telemetry,
+ * and, when the config asks for it, the built-in simulator as the model servers).
+ */
+import type { Logger } from 'pino'
+import { collectDefaultMetrics, Registry } from 'prom-client'
+import { Admission } from './admission/admission.js'
+import { buildGateway, type Gateway } from './app.js'
+import { createBackends } from './backends/index.js'
+import { type Clock, systemClock } from './clock.js'
+import { type GatewayConfig, poolSchema } from './config/schema.js'
+import { type SimHandle, startSim } from './sim/index.js'
+import { createTelemetry } from './telemetry/index.js'
+
+export interface GatewayRuntime {
+  readonly gateway: Gateway
+  readonly config: GatewayConfig
+  /** Stops scrapers and timers, closes pools and the embedded simulator. */
+  close(): Promise<void>
+}
+
+/** Starts the embedded simulator and points a pool at it (config.simulator.enabled). */
+async function withSimulator(config: GatewayConfig, logger: Logger): Promise<[GatewayConfig, SimHandle]> {
+  const s = config.simulator
+  const sim = await startSim({
+    profile: s.profile,
+    replicas: s.replicas,
+    timeScale: s.time_scale,
+    seed: s.seed,
+    port: 0,
+  })
+  const urls = sim.replicas.map((r) => r.url)
+  const model = sim.modelName
+  const pools =
+    config.backends.pools.length > 0
+      ? config.backends.pools.map((p, i) => (i === 0 ? { ...p, endpoints: urls } : p))
+      : [poolSchema.parse({ name: 'sim', models: [model, '*'], endpoints: urls })]
+  logger.info(
+    { replicas: urls.length, profile: s.profile, model, timeScale: s.time_scale },
+    'built-in simulator started',
+  )
+  return [{ ...config, backends: { ...config.backends, pools } }, sim]
+}
+
+export async function createGateway(
+  base: GatewayConfig,
+  logger: Logger,
+  clock: Clock = systemClock,
+): Promise<GatewayRuntime> {
+  let sim: SimHandle | undefined
+  let config = base
+  if (base.simulator.enabled) [config, sim] = await withSimulator(base, logger)
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const backends = createBackends(config, { clock, registry, logger })
+  const telemetry = createTelemetry(config, { registry, clock, logger, backends })
+  const admission = config.admission.enabled ? new Admission(config, backends, clock) : undefined
+  if (admission !== undefined) {
+    // Scrapes drive the dispatcher (with completions): no polling loop.
+    backends.onChange(() => admission.pumpAll())
+    telemetry.setQueueSource(() => admission.queueDepths())
+  }
+  const gateway = buildGateway(config, {
+    clock,
+    logger,
+    registry,
+    backends,
+    admission,
+    recorder: telemetry,
+    state: { slo: () => telemetry.state() },
+  })
+  backends.start()
+  return {
+    gateway,
+    config,
+    close: async () => {
+      admission?.close()
+      telemetry.close()
+      await backends.close()
+      await sim?.close()
+    },
+  }
+}
