@@ -4,14 +4,11 @@
  */
 import { type DestinationStream, type Logger, pino } from 'pino'
 
-const SECRET_HEADERS = ['authorization', 'proxy-authorization', '"x-api-key"', 'cookie', '"set-cookie"']
+const SECRET_HEADERS = ['authorization', 'proxy-authorization', 'x-api-key', 'cookie', 'set-cookie']
 
-export const REDACT_PATHS = SECRET_HEADERS.flatMap((h) => [
-  `req.headers.${h}`,
-  `headers.${h}`,
-  `request.headers.${h}`,
-  `res.headers.${h}`,
-])
+export const REDACT_PATHS = SECRET_HEADERS.flatMap((h) =>
+  ['req.headers', 'headers', 'request.headers', 'res.headers'].map((base) => `${base}["${h}"]`),
+)
 
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const opts = {
