@@ -25,11 +25,14 @@ function walk(schema: unknown, prefix: string, out: string[]): void {
     case 'prefault':
     case 'optional':
     case 'nullable':
-      return walk(def.innerType, prefix, out)
+      walk(def.innerType, prefix, out)
+      return
     case 'pipe':
-      return walk(def.in, prefix, out)
+      walk(def.in, prefix, out)
+      return
     case 'array':
-      return walk(def.element, `${prefix}[]`, out)
+      walk(def.element, `${prefix}[]`, out)
+      return
     case 'union':
       for (const option of def.options as unknown[]) walk(option, prefix, out)
       return
