@@ -12,7 +12,12 @@ describe('logger', () => {
       },
     })
     const log = createLogger('info', sink)
-    const headers = { authorization: 'Bearer sk-secret', 'x-api-key': 'sk-key', cookie: 'session=abc', 'x-priority': 'batch' }
+    const headers = {
+      authorization: 'Bearer sk-secret',
+      'x-api-key': 'sk-key',
+      cookie: 'session=abc',
+      'x-priority': 'batch',
+    }
     log.info({ req: { headers } }, 'a')
     log.info({ headers }, 'b')
     const out = lines.join('')
