@@ -1,0 +1,183 @@
+/**
+ * Admission: the decision at arrival, in microseconds, for every generation request.
+ *
+ *   1. classify (header, service_tier, tenant default, interactive)
+ *   2. estimate prompt tokens; reserve prompt + n x max_tokens of KV
+ *   3. predict TTFT in the pool (queue ahead + server TTFT)
+ *   4. admit if predicted <= SLO x (1 - margin); else walk the class's degrade ladder,
+ *      re-predicting after each step; else refuse with 503 and an honest Retry-After.
+ *      A class that may not be refused for TTFT (batch) is queued until its deadline.
+ */
+import type { BackendPool, Backends } from '../backends/types.js'
+import type { Clock } from '../clock.js'
+import type { ClassConfig, GatewayConfig } from '../config/schema.js'
+import { GatewayError } from '../errors.js'
+import { type JsonBody, promptSize } from '../openai/request-fields.js'
+import type { Ticket } from '../ticket.js'
+import { classify } from './classify.js'
+import { applyStep } from './degrade/registry.js'
+import type { DegradableRequest } from './degrade/types.js'
+import { PoolAdmission, type Waiting } from './pool-admission.js'
+import { TokenEstimator } from './token-estimator.js'
+
+export interface AdmitInput {
+  readonly ticket: Ticket
+  readonly body: JsonBody
+  readonly pool: BackendPool
+  readonly priorityHeader: string | string[] | undefined
+  readonly serviceTier: string | undefined
+  readonly tenantDefaultClass?: string | undefined
+  readonly tenantWeight?: number | undefined
+}
+
+export type Decision =
+  | { readonly kind: 'reject'; readonly error: GatewayError }
+  | {
+      readonly kind: 'admit'
+      readonly pool: PoolAdmission
+      readonly className: string
+      readonly deadline: number
+      readonly promptTokens: number
+      readonly kvTokens: number
+    }
+
+export class Admission {
+  private readonly config: GatewayConfig
+  private readonly backends: Backends
+  private readonly clock: Clock
+  private readonly pools = new Map<BackendPool, PoolAdmission>()
+  private readonly classNames: ReadonlySet<string>
+  readonly tokens = new TokenEstimator()
+
+  constructor(config: GatewayConfig, backends: Backends, clock: Clock) {
+    this.config = config
+    this.backends = backends
+    this.clock = clock
+    this.classNames = new Set(Object.keys(config.classes))
+    for (const pool of backends.pools()) this.poolAdmission(pool)
+  }
+
+  poolAdmission(pool: BackendPool): PoolAdmission {
+    let pa = this.pools.get(pool)
+    if (pa === undefined) {
+      pa = new PoolAdmission(pool, this.config.classes, this.config.admission, this.clock)
+      this.pools.set(pool, pa)
+    }
+    return pa
+  }
+
+  decide(input: AdmitInput): Decision {
+    const { ticket: t, body } = input
+    let className: string
+    try {
+      className = classify(input.priorityHeader, input.serviceTier, input.tenantDefaultClass, this.classNames)
+    } catch (err) {
+      return { kind: 'reject', error: err as GatewayError }
+    }
+    t.class = className
+    const cls = this.config.classes[className] as ClassConfig
+    const size = promptSize(body)
+    const req: DegradableRequest = {
+      body,
+      pool: input.pool,
+      expectedOutput: t.maxTokens ?? this.config.admission.default_max_tokens,
+      choices: typeof body.n === 'number' && body.n > 1 ? Math.floor(body.n) : 1,
+    }
+    const promptTokens = this.tokens.estimate(t.model ?? '', size.chars, size.messages)
+    t.promptTokens = promptTokens
+    const slo = cls.slo.ttft_ms
+    const budget = slo === undefined ? Number.POSITIVE_INFINITY : slo * (1 - this.config.admission.margin)
+
+    let pa = this.poolAdmission(req.pool)
+    let kvTokens = promptTokens + req.choices * req.expectedOutput
+    let p = pa.predict(className, promptTokens, kvTokens)
+    if (p.usable === 0) return this.noBackend(t, req.pool)
+    const steps = cls.reject_on_ttft ? cls.degrade : []
+    for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
+      const step = steps[i] as ClassConfig['degrade'][number]
+      if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) continue
+      t.degraded.push(step.action)
+      pa = this.poolAdmission(req.pool)
+      kvTokens = promptTokens + req.choices * req.expectedOutput
+      p = pa.predict(className, promptTokens, kvTokens)
+    }
+    t.predictedTtftMs = p.totalMs
+    if (req.pool !== input.pool) {
+      t.pool = req.pool.name
+      t.servedModel = typeof body.model === 'string' ? body.model : undefined
+    }
+    if (req.expectedOutput !== (t.maxTokens ?? this.config.admission.default_max_tokens)) {
+      t.maxTokens = req.expectedOutput
+    }
+    if (cls.reject_on_ttft && p.totalMs > budget) {
+      const retryAfterMs = Math.max(p.totalMs - budget, pa.drainMs(className, 0))
+      return {
+        kind: 'reject',
+        error: new GatewayError(
+          'GW_ERR_TTFT_SLO',
+          { class: className, predicted: Math.round(p.totalMs) },
+          { retryAfterMs },
+        ),
+      }
+    }
+    const now = this.clock.now()
+    // Queued, a request is shed once it can no longer meet its class's objectives.
+    let waitBudget = cls.max_queue_wait_ms
+    if (slo !== undefined) waitBudget = Math.min(waitBudget, slo - p.serverMs)
+    if (cls.slo.e2e_ms !== undefined) waitBudget = Math.min(waitBudget, cls.slo.e2e_ms)
+    return {
+      kind: 'admit',
+      pool: pa,
+      className,
+      deadline: now + Math.max(0, waitBudget),
+      promptTokens,
+      kvTokens,
+    }
+  }
+
+  private noBackend(t: Ticket, pool: BackendPool): Decision {
+    return {
+      kind: 'reject',
+      error: new GatewayError(
+        'GW_ERR_NO_BACKEND',
+        { model: t.model ?? pool.name },
+        { retryAfterMs: pool.retryAfterMs() },
+      ),
+    }
+  }
+
+  /** Learns prompt-token ratios from what the backend counted. */
+  learnTokens(t: Ticket, body: JsonBody): void {
+    if (t.usage === undefined || t.model === undefined) return
+    const size = promptSize(body)
+    this.tokens.observe(t.model, size.chars, size.messages, t.usage.promptTokens)
+  }
+
+  /** Queue depth per pool and class (telemetry reads it at scrape time). */
+  *queueDepths(): Iterable<{ class: string; pool: string; queued: number; inflight: number }> {
+    for (const pa of this.pools.values()) {
+      for (const d of pa.depths())
+        yield { class: d.class, pool: pa.pool.name, queued: d.queued, inflight: d.inflight }
+    }
+  }
+
+  /** After a scrape or a membership change: let every pool dispatch what it can. */
+  pumpAll(): void {
+    for (const pa of this.pools.values()) pa.schedulePump()
+  }
+
+  state(): object {
+    return {
+      classes: this.config.classes,
+      margin: this.config.admission.margin,
+      charsPerToken: this.tokens.state(),
+      pools: [...this.pools.values()].map((pa) => pa.state()),
+    }
+  }
+
+  close(): void {
+    for (const pa of this.pools.values()) pa.close()
+  }
+}
+
+export type { Waiting }

@@ -1,0 +1,37 @@
+/**
+ * Classify: which priority class a request belongs to.
+ * Header `x-priority`, else body `service_tier` (`flex` means batch, as in the OpenAI
+ * API), else the tenant's default, else `interactive`. An unknown class is a 400.
+ */
+import { GatewayError } from '../errors.js'
+
+export const DEFAULT_CLASS = 'interactive'
+
+/** OpenAI `service_tier` values and the class each means. */
+const SERVICE_TIERS: Readonly<Record<string, string>> = {
+  flex: 'batch',
+  batch: 'batch',
+  priority: 'interactive',
+}
+
+export function classify(
+  header: string | string[] | undefined,
+  serviceTier: string | undefined,
+  tenantDefault: string | undefined,
+  known: ReadonlySet<string>,
+): string {
+  const fromHeader = typeof header === 'string' ? header.trim().toLowerCase() : undefined
+  const name =
+    (fromHeader !== undefined && fromHeader !== '' ? fromHeader : undefined) ??
+    (serviceTier !== undefined ? SERVICE_TIERS[serviceTier] : undefined) ??
+    tenantDefault ??
+    DEFAULT_CLASS
+  if (!known.has(name)) {
+    throw new GatewayError(
+      'GW_ERR_UNKNOWN_CLASS',
+      { class: name.slice(0, 40), known: [...known].join(', ') },
+      { param: 'x-priority' },
+    )
+  }
+  return name
+}

@@ -1,0 +1,257 @@
+/**
+ * Admission for one pool: its class queues, its TTFT estimator and its dispatcher.
+ *
+ * The dispatcher releases the head of the queues (priority order, aging, fair between
+ * tenants) to the endpoint the picker chooses among those with headroom for the head's
+ * class. It runs when something can have changed: a request arrives, a request ends
+ * (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
+ */
+import type { BackendPool, EndpointResult, EndpointView, Lease } from '../backends/types.js'
+import type { Clock } from '../clock.js'
+import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
+import { GatewayError } from '../errors.js'
+import type { Ticket } from '../ticket.js'
+import { ClassQueues } from './class-queues.js'
+import { type GateLimits, hasHeadroom, serverView } from './gate.js'
+import { type Prediction, type ServerView, TtftEstimator } from './ttft-estimator.js'
+
+/** A request admitted to a pool, until it is dispatched, shed or cancelled. */
+export interface Waiting {
+  readonly id: string
+  readonly ticket: Ticket
+  readonly className: string
+  readonly promptTokens: number
+  /** KV tokens to reserve: prompt + choices x expected output. */
+  readonly kvTokens: number
+  readonly bytes: number
+  /** The server view when it was dispatched (for calibration). */
+  dispatchView?: ServerView
+  dispatch(lease: Lease, queuedMs: number): void
+  shed(err: GatewayError): void
+}
+
+const PROMPT_ALPHA = 0.05
+
+export class PoolAdmission {
+  readonly pool: BackendPool
+  readonly estimator: TtftEstimator
+  private readonly queues: ClassQueues<Waiting>
+  private readonly limits = new Map<string, GateLimits>()
+  private readonly classNames: readonly string[]
+  /** Requests dispatched and not yet ended, per class. */
+  private readonly inflight = new Map<string, number>()
+  private readonly clock: Clock
+  private meanPrompt = 512
+  private timer: NodeJS.Timeout | undefined = undefined
+  private timerAt = Number.POSITIVE_INFINITY
+  private pumping = false
+  private pumpScheduled = false
+  private closed = false
+
+  constructor(pool: BackendPool, classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
+    this.pool = pool
+    this.clock = clock
+    this.estimator = new TtftEstimator(
+      { stepMs: cfg.estimator.step_ms, prefillTokensPerS: cfg.estimator.prefill_tokens_per_s },
+      clock,
+    )
+    const defs = Object.entries(classes).map(([name, c]) => ({
+      name,
+      priority: c.priority,
+      queueLimit: c.queue_limit,
+      queueLimitBytes: c.queue_limit_bytes,
+      maxQueueWaitMs: c.max_queue_wait_ms,
+    }))
+    this.queues = new ClassQueues<Waiting>({ classes: defs, clock, agingMs: cfg.aging_ms })
+    this.classNames = defs.map((d) => d.name)
+    for (const [name, c] of Object.entries(classes)) {
+      this.limits.set(name, {
+        maxKvUsage: c.max_kv_usage,
+        maxWaiting: cfg.max_server_waiting,
+        maxInflight: cfg.max_inflight_per_endpoint,
+      })
+    }
+  }
+
+  private usableViews(): EndpointView[] {
+    return this.pool.views()
+  }
+
+  private gate(className: string, kvTokens: number): (v: EndpointView) => boolean {
+    const limits = this.limits.get(className) as GateLimits
+    return (v) => hasHeadroom(v, limits, kvTokens)
+  }
+
+  /** Predicted TTFT for a new request of this class, were it queued now. */
+  predict(className: string, promptTokens: number, kvTokens: number): Prediction & { usable: number } {
+    const views = this.usableViews()
+    const view = serverView(views, this.meanPrompt)
+    const limits = this.limits.get(className) as GateLimits
+    const blocked = !views.some((v) => hasHeadroom(v, limits, kvTokens))
+    const ahead = this.queues.costAhead(className)
+    return { ...this.estimator.predict(view, ahead, promptTokens, blocked), usable: views.length }
+  }
+
+  /** Time for everything queued ahead of this class to drain (Retry-After). */
+  drainMs(className: string, promptTokens: number): number {
+    return this.estimator.drainMs(this.queues.costAhead(className) + promptTokens)
+  }
+
+  /**
+   * Places an admitted request: dispatched at once when nothing of its class or above
+   * waits and an endpoint has headroom, else queued until `deadline`.
+   */
+  place(w: Waiting, tenant: string, weight: number, deadline: number): 'ok' | 'queue_full' {
+    if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
+      const lease = this.pool.acquire(w.kvTokens, this.gate(w.className, w.kvTokens))
+      if (lease !== undefined) {
+        this.start(w, lease, 0)
+        return 'ok'
+      }
+    }
+    const r = this.queues.enqueue(w, {
+      class: w.className,
+      tenant,
+      cost: w.promptTokens,
+      bytes: w.bytes,
+      weight,
+      deadline,
+    })
+    if (r === 'ok') this.armTimer()
+    return r
+  }
+
+  /** The client went away while queued. True when it was still queued. */
+  cancel(w: Waiting): boolean {
+    const removed = this.queues.remove(w)
+    if (removed) this.armTimer()
+    return removed
+  }
+
+  private start(w: Waiting, lease: Lease, queuedMs: number): void {
+    w.dispatchView = serverView(this.usableViews(), this.meanPrompt)
+    this.estimator.onDispatch(w.promptTokens, this.queues.size > 0)
+    const release = lease.release.bind(lease)
+    this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
+    let released = false
+    const wrapped: Lease = {
+      endpoint: lease.endpoint,
+      release: (result: EndpointResult) => {
+        release(result)
+        if (released) return
+        released = true
+        this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
+        this.finished(w)
+        this.schedulePump()
+      },
+    }
+    w.dispatch(wrapped, queuedMs)
+  }
+
+  /** Learns from a request that ended: prompt size, and its server TTFT when it streamed. */
+  private finished(w: Waiting): void {
+    let busy = false
+    for (const n of this.inflight.values()) if (n > 0) busy = true
+    this.estimator.onCompletion(busy)
+    const t = w.ticket
+    const prompt = t.usage?.promptTokens ?? w.promptTokens
+    this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
+    if (t.firstTokenAt !== undefined && t.dispatchedAt !== undefined && w.dispatchView !== undefined) {
+      this.estimator.observe(w.dispatchView, prompt, t.firstTokenAt - t.dispatchedAt)
+    }
+  }
+
+  /** Something changed (a request ended, a scrape landed): dispatch what can go. */
+  schedulePump(): void {
+    if (this.pumpScheduled || this.closed || this.queues.size === 0) return
+    this.pumpScheduled = true
+    setImmediate(() => {
+      this.pumpScheduled = false
+      this.pump()
+    })
+  }
+
+  pump(): void {
+    if (this.pumping || this.closed) return
+    this.pumping = true
+    try {
+      let progressed = true
+      while (progressed && this.queues.size > 0) {
+        progressed = false
+        for (const name of this.queues.classesInOrder()) {
+          const head = this.queues.peekClass(name)?.item
+          if (head === undefined) continue
+          const lease = this.pool.acquire(head.kvTokens, this.gate(name, head.kvTokens))
+          // Strict priority: when the first class with work cannot go, nothing below it goes.
+          if (lease === undefined) break
+          const out = this.queues.dequeueFrom(name)
+          this.start(head, lease, out?.waitedMs ?? 0)
+          progressed = true
+          break
+        }
+      }
+    } finally {
+      this.pumping = false
+    }
+    this.armTimer()
+  }
+
+  /** One timer, for the earliest deadline in the queues. */
+  private armTimer(): void {
+    const next = this.queues.nextDeadline()
+    if (next === undefined) {
+      if (this.timer !== undefined) clearTimeout(this.timer)
+      this.timer = undefined
+      this.timerAt = Number.POSITIVE_INFINITY
+      return
+    }
+    if (this.timer !== undefined && next >= this.timerAt) return
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timerAt = next
+    this.timer = setTimeout(() => this.onDeadline(), Math.max(0, next - this.clock.now()))
+    this.timer.unref()
+  }
+
+  private onDeadline(): void {
+    this.timer = undefined
+    this.timerAt = Number.POSITIVE_INFINITY
+    for (const w of this.queues.expired(this.clock.now())) {
+      w.shed(
+        new GatewayError(
+          'GW_ERR_QUEUE_TIMEOUT',
+          { class: w.className },
+          { retryAfterMs: this.drainMs(w.className, 0) },
+        ),
+      )
+    }
+    this.pump()
+  }
+
+  /** Queue sizes per class, for metrics and /admin/state. */
+  depths(): { class: string; queued: number; inflight: number }[] {
+    return this.classNames.map((c) => ({
+      class: c,
+      queued: this.queues.sizeOf(c),
+      inflight: this.inflight.get(c) ?? 0,
+    }))
+  }
+
+  state(): object {
+    return {
+      pool: this.pool.name,
+      classes: Object.fromEntries(
+        this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
+      ),
+      meanPromptTokens: Math.round(this.meanPrompt),
+      estimator: this.estimator.state(),
+    }
+  }
+
+  close(): void {
+    this.closed = true
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    for (const w of this.queues.expired(Number.POSITIVE_INFINITY)) {
+      w.shed(new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }))
+    }
+  }
+}

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest'
+import { Admission } from '../../../src/admission/admission.js'
+import { ManualClock } from '../../../src/clock.js'
+import { configSchema } from '../../../src/config/schema.js'
+import { errorHeaders } from '../../../src/errors.js'
+import { Ticket } from '../../../src/ticket.js'
+import { FakePool, fakeBackends } from './fake-pool.js'
+
+function setup() {
+  const config = configSchema.parse({
+    classes: {
+      interactive: {
+        degrade: [
+          { action: 'cap_max_tokens', max_tokens: 256 },
+          { action: 'fallback_model', model: 's' },
+          { action: 'single_choice' },
+        ],
+      },
+    },
+    backends: {
+      pools: [
+        { name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] },
+        { name: 'small', models: ['s'], endpoints: ['http://127.0.0.1:2'] },
+      ],
+    },
+  })
+  const main = new FakePool('main', ['m'])
+  const small = new FakePool('small', ['s'])
+  const clock = new ManualClock(1000)
+  const admission = new Admission(config, fakeBackends(main, small), clock)
+  return { admission, main, small, clock, config }
+}
+
+function input(main: FakePool, extra: Record<string, unknown> = {}, priority?: string) {
+  const ticket = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
+  ticket.model = 'm'
+  const body: Record<string, unknown> = {
+    model: 'm',
+    messages: [{ role: 'user', content: 'x'.repeat(400) }],
+    ...extra,
+  }
+  return { ticket, body, pool: main, priorityHeader: priority, serviceTier: undefined }
+}
+
+describe('admission decision', () => {
+  it('admits at once when the prediction is within the SLO, with no degradation', () => {
+    const { admission, main } = setup()
+    const i = input(main)
+    const d = admission.decide(i)
+    expect(d.kind).toBe('admit')
+    expect(i.ticket.class).toBe('interactive')
+    expect(i.ticket.degraded).toEqual([])
+    expect(i.ticket.predictedTtftMs).toBeLessThan(450)
+    expect(i.ticket.promptTokens).toBe(100 + 4) // 400 chars / 4 + one message's overhead
+  })
+
+  it('walks the ladder in order, re-predicting after each step, and stops at the first that fits', () => {
+    const { admission, main } = setup()
+    main.load = { ...main.load, waiting: 100 } // ~50k prefill tokens queued at the server
+    const i = input(main, { max_tokens: 2048, n: 2 })
+    i.ticket.maxTokens = 2048
+    const d = admission.decide(i)
+    expect(d.kind).toBe('admit')
+    // cap_max_tokens changes the request but not the predicted TTFT; the fallback does
+    expect(i.ticket.degraded).toEqual(['cap_max_tokens', 'fallback_model'])
+    expect(i.body.max_tokens).toBe(256)
+    expect(i.body.model).toBe('s')
+    expect(i.body.n).toBe(2) // single_choice was not needed
+    expect(i.ticket.pool).toBe('small')
+    expect(i.ticket.servedModel).toBe('s')
+    expect(i.ticket.predictedTtftMs).toBeLessThan(450)
+    if (d.kind === 'admit') expect(d.pool.pool.name).toBe('small')
+  })
+
+  it('refuses with ttft_slo and an honest, capped Retry-After when no step is enough', () => {
+    const { admission, main, small } = setup()
+    main.load = { ...main.load, waiting: 100 }
+    small.load = { ...small.load, waiting: 100 }
+    const i = input(main)
+    const d = admission.decide(i)
+    expect(d.kind).toBe('reject')
+    if (d.kind !== 'reject') return
+    expect(d.error.code).toBe('GW_ERR_TTFT_SLO')
+    expect(d.error.rejectReason).toBe('ttft_slo')
+    expect(d.error.retryAfterMs).toBeGreaterThan(0)
+    const h = errorHeaders(d.error)
+    expect(Number(h['retry-after-ms'])).toBeLessThanOrEqual(60_000)
+    expect(h['x-gateway-reject-reason']).toBe('ttft_slo')
+    expect(i.ticket.predictedTtftMs).toBeGreaterThan(450)
+  })
+
+  it('never refuses batch for TTFT: it waits until its own deadline', () => {
+    const { admission, main, config } = setup()
+    main.load = { ...main.load, waiting: 1000 }
+    const i = input(main, {}, 'batch')
+    const d = admission.decide(i)
+    expect(d.kind).toBe('admit')
+    if (d.kind === 'admit') expect(d.deadline).toBe(1000 + (config.classes.batch?.max_queue_wait_ms ?? 0))
+    expect(i.ticket.degraded).toEqual([])
+  })
+
+  it('answers no_backend at once when the pool has no usable endpoint', () => {
+    const { admission, main } = setup()
+    main.endpointsUp = 0
+    const d = admission.decide(input(main))
+    expect(d.kind === 'reject' && d.error.rejectReason).toBe('no_backend')
+  })
+
+  it('refuses an unknown class with a 400', () => {
+    const { admission, main } = setup()
+    const d = admission.decide(input(main, {}, 'platinum'))
+    expect(d.kind === 'reject' && d.error.status).toBe(400)
+  })
+})

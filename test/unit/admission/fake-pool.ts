@@ -1,0 +1,82 @@
+/**
+ * A backend pool for admission unit tests: endpoints with a load the test sets, and a
+ * fixed number of slots; acquire() honours the headroom gate like the real pool.
+ */
+import type {
+  BackendPool,
+  Backends,
+  EffectiveLoad,
+  EndpointResult,
+  EndpointView,
+  Lease,
+} from '../../../src/backends/types.js'
+import { poolSchema } from '../../../src/config/schema.js'
+
+export class FakePool implements BackendPool {
+  readonly name: string
+  readonly config
+  load: EffectiveLoad = { waiting: 0, running: 0, inflightRequests: 0, inflightTokens: 0, fresh: true }
+  endpointsUp = 1
+  /** Leases given and not released. */
+  leased = 0
+  /** Most leases at once (slots). */
+  slots = Number.POSITIVE_INFINITY
+  readonly released: EndpointResult[] = []
+
+  constructor(name = 'main', models = ['m']) {
+    this.name = name
+    this.config = poolSchema.parse({ name, models, endpoints: ['http://127.0.0.1:1'] })
+  }
+
+  views(): EndpointView[] {
+    return Array.from({ length: this.endpointsUp }, (_, i) => ({
+      name: `${this.name}-${i}`,
+      pool: this.name,
+      effective: { ...this.load, inflightRequests: this.load.inflightRequests + this.leased },
+      capacity: {},
+    }))
+  }
+
+  endpoints() {
+    return []
+  }
+
+  acquire(_tokens: number, accept?: (v: EndpointView) => boolean): Lease | undefined {
+    if (this.leased >= this.slots) return undefined
+    const view = this.views()[0]
+    if (view === undefined || (accept !== undefined && !accept(view))) return undefined
+    this.leased++
+    let done = false
+    return {
+      endpoint: {
+        name: view.name,
+        origin: 'http://127.0.0.1:1',
+        dispatcher: undefined as never,
+        load: undefined,
+        loadAt: undefined,
+      },
+      release: (r) => {
+        if (done) return
+        done = true
+        this.leased--
+        this.released.push(r)
+      },
+    }
+  }
+
+  retryAfterMs(): number {
+    return 1000
+  }
+}
+
+export function fakeBackends(...pools: FakePool[]): Backends {
+  return {
+    route: (model) => pools.find((p) => model !== undefined && p.config.models.includes(model)) ?? pools[0],
+    pools: () => pools,
+    modelIds: () => pools.flatMap((p) => p.config.models),
+    ready: () => true,
+    start: () => {},
+    close: async () => {},
+    state: () => ({}),
+  }
+}

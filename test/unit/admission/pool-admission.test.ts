@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest'
+import { PoolAdmission, type Waiting } from '../../../src/admission/pool-admission.js'
+import type { Lease } from '../../../src/backends/types.js'
+import { systemClock } from '../../../src/clock.js'
+import { configSchema } from '../../../src/config/schema.js'
+import type { GatewayError } from '../../../src/errors.js'
+import { Ticket } from '../../../src/ticket.js'
+import { FakePool } from './fake-pool.js'
+
+const config = configSchema.parse({})
+
+interface Item extends Waiting {
+  tenant: string
+  lease?: Lease
+  shedWith?: GatewayError
+}
+
+function item(id: string, className: string, tenant: string, prompt = 100): Item {
+  const it: Item = {
+    id,
+    tenant,
+    ticket: new Ticket(id, 'POST', '/v1/chat/completions', systemClock.now()),
+    className,
+    promptTokens: prompt,
+    kvTokens: prompt + 100,
+    bytes: 200,
+    dispatch(lease) {
+      it.lease = lease
+      dispatched.push(it)
+    },
+    shed(err) {
+      it.shedWith = err
+    },
+  }
+  return it
+}
+
+let dispatched: Item[] = []
+
+function setup(slots: number) {
+  dispatched = []
+  const pool = new FakePool()
+  pool.slots = slots
+  const pa = new PoolAdmission(pool, config.classes, config.admission, systemClock)
+  return { pool, pa }
+}
+
+/** Ends the oldest running request and lets the dispatcher act. */
+function completeOne(pa: PoolAdmission): Item | undefined {
+  const running = dispatched.find((d) => d.lease !== undefined)
+  if (running === undefined) return undefined
+  const lease = running.lease as Lease
+  delete running.lease
+  lease.release('ok')
+  pa.pump()
+  return running
+}
+
+describe('PoolAdmission', () => {
+  it('shares a class between tenants by weight: 1:3 within 10% over 400 dispatches', () => {
+    const { pa } = setup(1)
+    const far = systemClock.now() + 60_000
+    for (let i = 0; i < 400; i++) {
+      pa.place(item(`a${i}`, 'interactive', 'a'), 'a', 1, far)
+      pa.place(item(`b${i}`, 'interactive', 'b'), 'b', 3, far)
+    }
+    while (dispatched.length < 401) completeOne(pa)
+    const counted = dispatched.slice(1, 401) // the first went at once, before both were queued
+    const a = counted.filter((d) => d.tenant === 'a').length
+    const b = counted.filter((d) => d.tenant === 'b').length
+    expect(a + b).toBe(400)
+    // each tenant within 10% of its fair share (100 and 300 of 400)
+    expect(Math.abs(a - 100)).toBeLessThanOrEqual(10)
+    expect(Math.abs(b - 300)).toBeLessThanOrEqual(30)
+    pa.close()
+  })
+
+  it('lets batch run only while no interactive request waits (backfill)', () => {
+    const { pa } = setup(1)
+    const far = systemClock.now() + 60_000
+    pa.place(item('i0', 'interactive', 't'), 't', 1, far) // takes the slot
+    for (let i = 0; i < 3; i++) pa.place(item(`b${i}`, 'batch', 't'), 't', 1, far)
+    for (let i = 1; i < 4; i++) pa.place(item(`i${i}`, 'interactive', 't'), 't', 1, far)
+    for (let n = 0; n < 6; n++) completeOne(pa)
+    expect(dispatched.map((d) => d.id)).toEqual(['i0', 'i1', 'i2', 'i3', 'b0', 'b1', 'b2'])
+    pa.close()
+  })
+
+  it('sheds a queued request at its deadline with queue_timeout, not later', async () => {
+    const { pa } = setup(1)
+    pa.place(item('run', 'interactive', 't'), 't', 1, systemClock.now() + 60_000)
+    const waiting = item('late', 'interactive', 't')
+    const placedAt = systemClock.now()
+    pa.place(waiting, 't', 1, placedAt + 50)
+    await new Promise((r) => setTimeout(r, 30))
+    expect(waiting.shedWith).toBeUndefined()
+    await new Promise((r) => setTimeout(r, 60))
+    expect(waiting.shedWith?.code).toBe('GW_ERR_QUEUE_TIMEOUT')
+    expect(waiting.shedWith?.rejectReason).toBe('queue_timeout')
+    expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(0)
+    pa.close()
+  })
+
+  it('returns every counter to zero after 1,000 requests cancelled, shed or completed at random', () => {
+    const { pa, pool } = setup(4)
+    let seed = 42
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed / 2 ** 31
+    }
+    const placed: Item[] = []
+    const far = systemClock.now() + 60_000
+    for (let i = 0; i < 1000; i++) {
+      const it = item(
+        `r${i}`,
+        rnd() < 0.3 ? 'batch' : 'interactive',
+        `t${i % 5}`,
+        1 + Math.floor(rnd() * 2000),
+      )
+      pa.place(it, `t${i % 5}`, 1 + (i % 3), far)
+      placed.push(it)
+      const r = rnd()
+      if (r < 0.3) {
+        const victim = placed[Math.floor(rnd() * placed.length)] as Item
+        pa.cancel(victim) // the client left (a no-op when it was already dispatched)
+      } else if (r < 0.6) {
+        completeOne(pa)
+      }
+    }
+    while (completeOne(pa) !== undefined) {}
+    for (const it of placed) pa.cancel(it)
+    expect(pa.depths().every((d) => d.queued === 0 && d.inflight === 0)).toBe(true)
+    expect(pool.leased).toBe(0)
+    pa.close()
+  })
+})
