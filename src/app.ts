@@ -41,6 +41,8 @@ export interface Gateway {
   readonly admin: FastifyInstance
   readonly handlers: ProxyHandlers
   readonly config: GatewayConfig
+  /** Ready to serve: not draining and a backend has fresh load data (/readyz). */
+  ready(): boolean
   /** Start refusing new requests (503) and fail /readyz; in-flight requests go on. */
   drain(): void
   /** Resolves when no request is in flight. */
@@ -126,13 +128,14 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
     raw.all('/v1/*', handlers.raw)
   })
 
+  const ready = () => !handlers.draining && deps.backends.ready()
   const admin = Fastify({
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
   })
   registerAdminRoutes(admin, {
     registry: deps.registry,
-    ready: () => !handlers.draining && deps.backends.ready(),
+    ready,
     draining: () => handlers.draining,
     state: () => ({
       draining: handlers.draining,
@@ -148,6 +151,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
     admin,
     handlers,
     config,
+    ready,
     drain: () => {
       handlers.draining = true
     },

@@ -8,7 +8,7 @@ import { Admission } from './admission/admission.js'
 import { buildGateway, type Gateway } from './app.js'
 import { createBackends } from './backends/index.js'
 import { type Clock, systemClock } from './clock.js'
-import { type GatewayConfig, poolSchema } from './config/schema.js'
+import { DEFAULTS, type GatewayConfig, poolSchema } from './config/schema.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
 
@@ -34,7 +34,15 @@ async function withSimulator(config: GatewayConfig, logger: Logger): Promise<[Ga
   const pools =
     config.backends.pools.length > 0
       ? config.backends.pools.map((p, i) => (i === 0 ? { ...p, endpoints: urls } : p))
-      : [poolSchema.parse({ name: 'sim', models: [model, '*'], endpoints: urls })]
+      : [
+          poolSchema.parse({
+            name: 'sim',
+            models: [model, '*'],
+            endpoints: urls,
+            // a time-scaled engine step can hold its metrics still that much longer
+            stale_after_ms: DEFAULTS.staleAfterMs * Math.max(1, s.time_scale),
+          }),
+        ]
   logger.info(
     { replicas: urls.length, profile: s.profile, model, timeScale: s.time_scale },
     'built-in simulator started',

@@ -59,6 +59,11 @@ export class Ticket {
   usage: Usage | undefined = undefined
   status = 0
   outcome: Outcome = 'pending'
+  /**
+   * Called once when the request's prefill is known done: its first content token (streamed)
+   * or the end of its response (not streamed). Admission counts prefill work at the servers.
+   */
+  onPrefilled: (() => void) | undefined = undefined
   /** GW_ERR_* code or reject reason, when there was one. */
   errorCode: string | undefined = undefined
 

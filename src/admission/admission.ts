@@ -19,6 +19,7 @@ import { applyStep } from './degrade/registry.js'
 import type { DegradableRequest } from './degrade/types.js'
 import { PoolAdmission, type Waiting } from './pool-admission.js'
 import { TokenEstimator } from './token-estimator.js'
+import type { Prediction } from './ttft-estimator.js'
 
 export interface AdmitInput {
   readonly ticket: Ticket
@@ -39,6 +40,7 @@ export type Decision =
       readonly deadline: number
       readonly promptTokens: number
       readonly kvTokens: number
+      readonly prediction: Prediction
     }
 
 export class Admission {
@@ -90,8 +92,8 @@ export class Admission {
 
     let pa = this.poolAdmission(req.pool)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
-    let p = pa.predict(className, promptTokens, kvTokens)
-    if (p.usable === 0) return this.noBackend(t, req.pool)
+    let { prediction: p, usable } = pa.predict(className, promptTokens, kvTokens)
+    if (usable === 0) return this.noBackend(t, req.pool)
     const steps = cls.reject_on_ttft ? cls.degrade : []
     for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
       const step = steps[i] as ClassConfig['degrade'][number]
@@ -99,7 +101,8 @@ export class Admission {
       t.degraded.push(step.action)
       pa = this.poolAdmission(req.pool)
       kvTokens = promptTokens + req.choices * req.expectedOutput
-      p = pa.predict(className, promptTokens, kvTokens)
+      ;({ prediction: p, usable } = pa.predict(className, promptTokens, kvTokens))
+      if (usable === 0) return this.noBackend(t, req.pool)
     }
     t.predictedTtftMs = p.totalMs
     if (req.pool !== input.pool) {
@@ -132,6 +135,7 @@ export class Admission {
       deadline: now + Math.max(0, waitBudget),
       promptTokens,
       kvTokens,
+      prediction: p,
     }
   }
 

@@ -13,7 +13,7 @@ import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
 import { type GateLimits, hasHeadroom, serverView } from './gate.js'
-import { type Prediction, type ServerView, TtftEstimator } from './ttft-estimator.js'
+import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
 /** A request admitted to a pool, until it is dispatched, shed or cancelled. */
 export interface Waiting {
@@ -24,8 +24,8 @@ export interface Waiting {
   /** KV tokens to reserve: prompt + choices x expected output. */
   readonly kvTokens: number
   readonly bytes: number
-  /** The server view when it was dispatched (for calibration). */
-  dispatchView?: ServerView
+  /** The prediction made on arrival (the estimator learns from its outcome). */
+  readonly prediction: Prediction
   dispatch(lease: Lease, queuedMs: number): void
   shed(err: GatewayError): void
 }
@@ -40,6 +40,13 @@ export class PoolAdmission {
   private readonly classNames: readonly string[]
   /** Requests dispatched and not yet ended, per class. */
   private readonly inflight = new Map<string, number>()
+  /**
+   * Prompt tokens sent to each endpoint whose prefill is not known done (no first token
+   * yet): the gateway's own, exact view of the prefill work queued at the servers.
+   */
+  private readonly prefilling = new Map<string, number>()
+  private prefillingTotal = 0
+  private readonly maxPrefillTokens: number
   private readonly clock: Clock
   private meanPrompt = 512
   private timer: NodeJS.Timeout | undefined = undefined
@@ -62,6 +69,7 @@ export class PoolAdmission {
       queueLimitBytes: c.queue_limit_bytes,
       maxQueueWaitMs: c.max_queue_wait_ms,
     }))
+    this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
     this.queues = new ClassQueues<Waiting>({ classes: defs, clock, agingMs: cfg.aging_ms })
     this.classNames = defs.map((d) => d.name)
     for (const [name, c] of Object.entries(classes)) {
@@ -77,24 +85,45 @@ export class PoolAdmission {
     return this.pool.views()
   }
 
-  private gate(className: string, kvTokens: number): (v: EndpointView) => boolean {
+  /**
+   * Headroom for the class (queue, KV, batch) and room in the endpoint's prefill budget:
+   * the gateway keeps at most max_prefill_tokens_per_endpoint of prompts waiting for their
+   * first token at one endpoint (always one request), so the queue forms here, in priority
+   * order, and not in the server's FCFS queue.
+   */
+  private gate(className: string, kvTokens: number, promptTokens: number): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
-    return (v) => hasHeadroom(v, limits, kvTokens)
+    return (v) => {
+      const pending = this.prefilling.get(v.name) ?? 0
+      if (pending > 0 && pending + promptTokens > this.maxPrefillTokens) return false
+      return hasHeadroom(v, limits, kvTokens)
+    }
+  }
+
+  private serverView(views: readonly EndpointView[]) {
+    const scraped = serverView(views, this.meanPrompt)
+    return { ...scraped, waitingTokens: Math.max(scraped.waitingTokens, this.prefillingTotal) }
   }
 
   /** Predicted TTFT for a new request of this class, were it queued now. */
-  predict(className: string, promptTokens: number, kvTokens: number): Prediction & { usable: number } {
+  predict(
+    className: string,
+    promptTokens: number,
+    kvTokens: number,
+  ): { prediction: Prediction; usable: number } {
     const views = this.usableViews()
-    const view = serverView(views, this.meanPrompt)
-    const limits = this.limits.get(className) as GateLimits
-    const blocked = !views.some((v) => hasHeadroom(v, limits, kvTokens))
+    const view = this.serverView(views)
+    const open = this.gate(className, kvTokens, promptTokens)
+    const blocked = !views.some(open)
     const ahead = this.queues.costAhead(className)
-    return { ...this.estimator.predict(view, ahead, promptTokens, blocked), usable: views.length }
+    return { prediction: this.estimator.predict(view, ahead, promptTokens, blocked), usable: views.length }
   }
 
   /** Time for everything queued ahead of this class to drain (Retry-After). */
   drainMs(className: string, promptTokens: number): number {
-    return this.estimator.drainMs(this.queues.costAhead(className) + promptTokens)
+    const views = this.usableViews()
+    const waiting = this.serverView(views).waitingTokens
+    return this.estimator.drainMs(this.queues.costAhead(className) + waiting + promptTokens, views.length)
   }
 
   /**
@@ -103,7 +132,7 @@ export class PoolAdmission {
    */
   place(w: Waiting, tenant: string, weight: number, deadline: number): 'ok' | 'queue_full' {
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
-      const lease = this.pool.acquire(w.kvTokens, this.gate(w.className, w.kvTokens))
+      const lease = this.pool.acquire(w.kvTokens, this.gate(w.className, w.kvTokens, w.promptTokens))
       if (lease !== undefined) {
         this.start(w, lease, 0)
         return 'ok'
@@ -129,15 +158,23 @@ export class PoolAdmission {
   }
 
   private start(w: Waiting, lease: Lease, queuedMs: number): void {
-    w.dispatchView = serverView(this.usableViews(), this.meanPrompt)
-    this.estimator.onDispatch(w.promptTokens, this.queues.size > 0)
     const release = lease.release.bind(lease)
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
+    const ep = lease.endpoint.name
+    this.prefilling.set(ep, (this.prefilling.get(ep) ?? 0) + w.promptTokens)
+    this.prefillingTotal += w.promptTokens
+    w.ticket.onPrefilled = () => {
+      w.ticket.onPrefilled = undefined
+      this.prefilling.set(ep, (this.prefilling.get(ep) ?? w.promptTokens) - w.promptTokens)
+      this.prefillingTotal -= w.promptTokens
+      this.schedulePump()
+    }
     let released = false
     const wrapped: Lease = {
       endpoint: lease.endpoint,
       release: (result: EndpointResult) => {
         release(result)
+        w.ticket.onPrefilled?.()
         if (released) return
         released = true
         this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
@@ -156,9 +193,7 @@ export class PoolAdmission {
     const t = w.ticket
     const prompt = t.usage?.promptTokens ?? w.promptTokens
     this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
-    if (t.firstTokenAt !== undefined && t.dispatchedAt !== undefined && w.dispatchView !== undefined) {
-      this.estimator.observe(w.dispatchView, prompt, t.firstTokenAt - t.dispatchedAt)
-    }
+    if (t.firstTokenAt !== undefined) this.estimator.observe(w.prediction, t.firstTokenAt - t.arrivedAt)
   }
 
   /** Something changed (a request ended, a scrape landed): dispatch what can go. */
@@ -181,7 +216,7 @@ export class PoolAdmission {
         for (const name of this.queues.classesInOrder()) {
           const head = this.queues.peekClass(name)?.item
           if (head === undefined) continue
-          const lease = this.pool.acquire(head.kvTokens, this.gate(name, head.kvTokens))
+          const lease = this.pool.acquire(head.kvTokens, this.gate(name, head.kvTokens, head.promptTokens))
           // Strict priority: when the first class with work cannot go, nothing below it goes.
           if (lease === undefined) break
           const out = this.queues.dequeueFrom(name)
@@ -243,6 +278,7 @@ export class PoolAdmission {
         this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
+      prefillingTokens: Object.fromEntries(this.prefilling),
       estimator: this.estimator.state(),
     }
   }

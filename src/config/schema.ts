@@ -216,6 +216,8 @@ const admissionSchema = z.strictObject({
   aging_ms: positiveInt.default(10_000),
   /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
   max_server_waiting: nonNegativeInt.default(0),
+  /** Prompt tokens awaiting their first token at one endpoint, at most (one step's prefill budget). */
+  max_prefill_tokens_per_endpoint: positiveInt.default(8192),
   /** Dispatch only to an endpoint with fewer requests in flight (else capacity.max_num_seqs when set). */
   max_inflight_per_endpoint: positiveInt.default(256),
   /** Output tokens reserved for a request that sets no max_tokens. */

@@ -126,8 +126,10 @@ export class SseRelay {
     if (typeof choice.finish_reason === 'string') t.finishReason = choice.finish_reason
     if (hasContent(choice)) {
       const now = this.clock.now()
-      if (t.firstTokenAt === undefined) t.firstTokenAt = now
-      else if (t.lastTokenAt !== undefined) t.itlMs.push(now - t.lastTokenAt)
+      if (t.firstTokenAt === undefined) {
+        t.firstTokenAt = now
+        t.onPrefilled?.()
+      } else if (t.lastTokenAt !== undefined) t.itlMs.push(now - t.lastTokenAt)
       t.lastTokenAt = now
       t.contentChunks++
     }

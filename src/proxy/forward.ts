@@ -175,6 +175,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.done = true
     const { ticket, res, clock } = this.r
     ticket.finishedAt = clock.now()
+    ticket.onPrefilled?.()
     res.off('close', this.onClientClose)
     res.off('drain', this.onDrain)
     this.r.lease.release(result)

@@ -170,6 +170,7 @@ export class ProxyHandlers {
       className: d.className,
       promptTokens: d.promptTokens,
       kvTokens: d.kvTokens,
+      prediction: d.prediction,
       bytes: payload.length,
       dispatch: (lease, queuedMs) => {
         queued = false
