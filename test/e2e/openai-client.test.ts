@@ -17,14 +17,15 @@ describe('the openai client through the gateway', () => {
   afterAll(() => gw.close())
 
   it('streams a chat completion chunk by chunk', async () => {
-    const stream = await client.chat.completions.create({
+    // ignore_eos: vLLM's extension, to produce exactly max_tokens
+    const params: OpenAI.ChatCompletionCreateParamsStreaming & { ignore_eos: boolean } = {
       model: 'sim/tiny',
       stream: true,
       max_tokens: 12,
       messages: [{ role: 'user', content: 'Say hello' }],
-      // @ts-expect-error vLLM's extension: produce exactly max_tokens
       ignore_eos: true,
-    })
+    }
+    const stream = await client.chat.completions.create(params)
     let text = ''
     let chunks = 0
     let finish: string | null = null
@@ -40,15 +41,15 @@ describe('the openai client through the gateway', () => {
   })
 
   it('sends usage in the last chunk when the client asks for it', async () => {
-    const stream = await client.chat.completions.create({
+    const params: OpenAI.ChatCompletionCreateParamsStreaming & { ignore_eos: boolean } = {
       model: 'sim/tiny',
       stream: true,
       max_tokens: 5,
       stream_options: { include_usage: true },
       messages: [{ role: 'user', content: 'abcdefgh' }],
-      // @ts-expect-error vLLM's extension
       ignore_eos: true,
-    })
+    }
+    const stream = await client.chat.completions.create(params)
     let usage: OpenAI.CompletionUsage | undefined | null
     for await (const chunk of stream) usage = chunk.usage ?? usage
     expect(usage).toMatchObject({ prompt_tokens: 2 + 4, completion_tokens: 5 })
