@@ -1,6 +1,7 @@
 import type { MetricFormat, MetricsView } from '../metric-format.js'
 import { labelPairs, PromWriter } from './prom-text.js'
 import { vllmBuckets } from './vllm-buckets.js'
+import { writeVllmCounters } from './vllm-counters.js'
 
 /**
  * vLLM V0 engine (before 0.8 / VLLM_USE_V1=0): vllm/engine/metrics.py. Only `model_name` as a label,
@@ -23,23 +24,7 @@ export const vllmV0Format: MetricFormat = {
     w.gauge('vllm:cpu_cache_usage_perc', 'CPU KV-cache usage. 1 means 100 percent usage.', l, 0)
     const hitRate = st.prefixQueries > 0 ? st.prefixHits / st.prefixQueries : 0
     w.gauge('vllm:gpu_prefix_cache_hit_rate', 'GPU prefix cache block hit rate.', l, hitRate)
-    w.counter(
-      'vllm:num_preemptions_total',
-      'Cumulative number of preemption from the engine.',
-      l,
-      st.preemptions,
-    )
-    w.counter('vllm:prompt_tokens_total', 'Number of prefill tokens processed.', l, st.promptTokens)
-    w.counter(
-      'vllm:generation_tokens_total',
-      'Number of generation tokens processed.',
-      l,
-      st.generationTokens,
-    )
-    w.header('vllm:request_success_total', 'Count of successfully processed requests.', 'counter')
-    for (const reason of ['stop', 'length', 'abort'] as const) {
-      w.sample('vllm:request_success_total', `${l},finished_reason="${reason}"`, st.finished[reason])
-    }
+    writeVllmCounters(w, l, st)
     const h = st.hist
     w.histogram(
       'vllm:iteration_tokens_total',

@@ -1,6 +1,7 @@
 import type { MetricFormat, MetricsView } from '../metric-format.js'
 import { labelPairs, PromWriter } from './prom-text.js'
 import { vllmBuckets } from './vllm-buckets.js'
+import { writeVllmCounters } from './vllm-counters.js'
 
 /**
  * vLLM V1 (the default engine since 0.8): names and labels of vllm/v1/metrics/loggers.py.
@@ -33,23 +34,7 @@ export const vllmFormat: MetricFormat = {
       l,
       st.prefixHits,
     )
-    w.counter(
-      'vllm:num_preemptions_total',
-      'Cumulative number of preemption from the engine.',
-      l,
-      st.preemptions,
-    )
-    w.counter('vllm:prompt_tokens_total', 'Number of prefill tokens processed.', l, st.promptTokens)
-    w.counter(
-      'vllm:generation_tokens_total',
-      'Number of generation tokens processed.',
-      l,
-      st.generationTokens,
-    )
-    w.header('vllm:request_success_total', 'Count of successfully processed requests.', 'counter')
-    for (const reason of ['stop', 'length', 'abort'] as const) {
-      w.sample('vllm:request_success_total', `${l},finished_reason="${reason}"`, st.finished[reason])
-    }
+    writeVllmCounters(w, l, st)
     const h = st.hist
     w.histogram('vllm:request_prompt_tokens', 'Number of prefill tokens processed.', l, h.promptTokens)
     w.histogram(
