@@ -92,7 +92,7 @@ export class Admission {
 
     let pa = this.poolAdmission(req.pool)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
-    let { prediction: p, usable } = pa.predict(className, promptTokens, kvTokens)
+    let { prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens)
     if (usable === 0) return this.noBackend(t, req.pool)
     const steps = cls.reject_on_ttft ? cls.degrade : []
     for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
@@ -101,7 +101,7 @@ export class Admission {
       t.degraded.push(step.action)
       pa = this.poolAdmission(req.pool)
       kvTokens = promptTokens + req.choices * req.expectedOutput
-      ;({ prediction: p, usable } = pa.predict(className, promptTokens, kvTokens))
+      ;({ prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens))
       if (usable === 0) return this.noBackend(t, req.pool)
     }
     t.predictedTtftMs = p.totalMs
@@ -114,14 +114,15 @@ export class Admission {
     }
     if (cls.reject_on_ttft && p.totalMs > budget) {
       const retryAfterMs = Math.max(p.totalMs - budget, pa.drainMs(className, 0))
-      return {
-        kind: 'reject',
-        error: new GatewayError(
-          'GW_ERR_TTFT_SLO',
-          { class: className, predicted: Math.round(p.totalMs) },
-          { retryAfterMs },
-        ),
-      }
+      // When no endpoint has KV room for it, say so: the wait is for the cache, not the queue.
+      const error = kvBlocked
+        ? new GatewayError('GW_ERR_KV_EXHAUSTED', {}, { retryAfterMs })
+        : new GatewayError(
+            'GW_ERR_TTFT_SLO',
+            { class: className, predicted: Math.round(p.totalMs) },
+            { retryAfterMs },
+          )
+      return { kind: 'reject', error }
     }
     const now = this.clock.now()
     // Queued, a request is shed once it can no longer meet its class's objectives.

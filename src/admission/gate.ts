@@ -25,12 +25,16 @@ export function hasHeadroom(e: EndpointView, limits: GateLimits, kvTokens: numbe
   if (eff.inflightRequests === 0 && eff.waiting === 0) return true
   if (eff.waiting > limits.maxWaiting) return false
   if (eff.inflightRequests >= (e.capacity.maxNumSeqs ?? limits.maxInflight)) return false
-  if (eff.kvUsage !== undefined) {
-    const cap = eff.kvCapacityTokens
-    const after = cap !== undefined && cap > 0 ? eff.kvUsage + kvTokens / cap : eff.kvUsage
-    if (after > limits.maxKvUsage) return false
-  }
-  return true
+  return kvFits(e, limits, kvTokens)
+}
+
+/** True when the endpoint's KV usage stays under the class's limit after this request. */
+export function kvFits(e: EndpointView, limits: GateLimits, kvTokens: number): boolean {
+  const eff = e.effective
+  if (eff.kvUsage === undefined) return true
+  const cap = eff.kvCapacityTokens
+  const after = cap !== undefined && cap > 0 ? eff.kvUsage + kvTokens / cap : eff.kvUsage
+  return after <= limits.maxKvUsage
 }
 
 /** Sums the usable endpoints' corrected load into what the estimator reads. */

@@ -12,7 +12,7 @@ import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
-import { type GateLimits, hasHeadroom, serverView } from './gate.js'
+import { type GateLimits, hasHeadroom, kvFits, serverView } from './gate.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
 /** A request admitted to a pool, until it is dispatched, shed or cancelled. */
@@ -106,17 +106,24 @@ export class PoolAdmission {
   }
 
   /** Predicted TTFT for a new request of this class, were it queued now. */
+  /**
+   * `kvBlocked`: no endpoint has KV room for this request under its class's limit now (a
+   * refusal then says kv_exhausted rather than ttft_slo).
+   */
   predict(
     className: string,
     promptTokens: number,
     kvTokens: number,
-  ): { prediction: Prediction; usable: number } {
+  ): { prediction: Prediction; usable: number; kvBlocked: boolean } {
     const views = this.usableViews()
     const view = this.serverView(views)
     const open = this.gate(className, kvTokens, promptTokens)
     const blocked = !views.some(open)
+    const limits = this.limits.get(className) as GateLimits
+    const kvBlocked = blocked && views.length > 0 && !views.some((v) => kvFits(v, limits, kvTokens))
     const ahead = this.queues.costAhead(className)
-    return { prediction: this.estimator.predict(view, ahead, promptTokens, blocked), usable: views.length }
+    const prediction = this.estimator.predict(view, ahead, promptTokens, blocked)
+    return { prediction, usable: views.length, kvBlocked }
   }
 
   /** Time for everything queued ahead of this class to drain (Retry-After). */

@@ -49,6 +49,9 @@ const CONNECT_FAILURES = new Set([
 ])
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
 
+/** nginx's status for a request the client closed before the answer (logs and metrics only). */
+export const CLIENT_CLOSED = 499
+
 class ClientGoneError extends Error {
   override readonly name = 'ClientGoneError'
 }
@@ -104,6 +107,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     Object.assign(out, this.r.extraHeaders)
     if (this.clientGone) return
     res.writeHead(statusCode, out)
+    // A stream's status and x-gateway-* headers go out now, not with the first token
+    // (which may be seconds away while the server prefills).
+    if (this.sse !== undefined) res.flushHeaders()
     this.headersSent = true
   }
 
@@ -143,6 +149,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ticket, res } = this.r
     if (this.clientGone || err instanceof ClientGoneError) {
       ticket.outcome = 'cancelled'
+      if (!this.headersSent) ticket.status = CLIENT_CLOSED
       if (!res.destroyed) res.destroy()
       this.finish('client_abort')
       return

@@ -12,7 +12,7 @@ import { errorHeaders, GatewayError } from '../errors.js'
 import { type JsonBody, promptSize, readFields, requestStreamUsage } from '../openai/request-fields.js'
 import { Ticket } from '../ticket.js'
 import { logTicket, type RequestRecorder } from './account.js'
-import { forward } from './forward.js'
+import { CLIENT_CLOSED, forward } from './forward.js'
 import { upstreamRequestHeaders } from './headers.js'
 
 export interface ProxyContext {
@@ -198,6 +198,7 @@ export class ProxyHandlers {
       if (queued && d.pool.cancel(w)) {
         queued = false
         t.outcome = 'cancelled'
+        t.status = CLIENT_CLOSED
         this.account(t)
       }
     }

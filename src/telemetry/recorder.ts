@@ -122,8 +122,11 @@ export class Recorder {
     const verdict = verdictWith(t, this.config.classes[t.class], meas)
     this.requests.get([cls, model, tenant, t.outcome]).inc()
 
-    // Tokens the model servers processed: the prompt once dispatched, and what came back.
-    const prompt = t.dispatchedAt !== undefined || t.usage !== undefined ? Math.max(0, meas.promptTokens) : 0
+    // Tokens the model servers processed: the prompt when the server counted it (usage) or
+    // accepted the request (a 2xx/3xx answer began); a request the server refused or that
+    // was cancelled before any answer processed none we can vouch for.
+    const accepted = t.usage !== undefined || (t.dispatchedAt !== undefined && t.status > 0 && t.status < 400)
+    const prompt = accepted ? Math.max(0, meas.promptTokens) : 0
     const completion = Math.max(0, meas.outputTokens)
     if (prompt > 0) this.tokens.get([cls, model, tenant, 'prompt']).inc(prompt)
     if (completion > 0) this.tokens.get([cls, model, tenant, 'completion']).inc(completion)

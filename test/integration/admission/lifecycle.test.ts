@@ -29,7 +29,13 @@ describe('admission lifecycle through the gateway', () => {
   })
 
   const body = (extra: object = {}) =>
-    JSON.stringify({ model: 'sim/tiny', stream: true, max_tokens: 16, messages: [{ role: 'user', content: 'hello there' }], ...extra })
+    JSON.stringify({
+      model: 'sim/tiny',
+      stream: true,
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'hello there' }],
+      ...extra,
+    })
 
   it('tells the client its class, predicted TTFT, queue time and backend', async () => {
     const res = await request(`${gw.url}/v1/chat/completions`, {
@@ -61,7 +67,9 @@ describe('admission lifecycle through the gateway', () => {
       body: body(),
     })
     expect(unknown.statusCode).toBe(400)
-    expect(((await unknown.body.json()) as { error: { code: string } }).error.code).toBe('GW_ERR_UNKNOWN_CLASS')
+    expect(((await unknown.body.json()) as { error: { code: string } }).error.code).toBe(
+      'GW_ERR_UNKNOWN_CLASS',
+    )
   })
 
   it('returns every counter to zero after 1,000 requests aborted at random moments', async () => {

@@ -9,6 +9,7 @@ import { FakePool, fakeBackends } from './fake-pool.js'
 function setup() {
   const config = configSchema.parse({
     classes: {
+      strict: { priority: 0, slo: { ttft_ms: 500 }, max_kv_usage: 0.8, reject_on_ttft: true },
       interactive: {
         degrade: [
           { action: 'cap_max_tokens', max_tokens: 256 },
@@ -34,6 +35,7 @@ function setup() {
 function input(main: FakePool, extra: Record<string, unknown> = {}, priority?: string) {
   const ticket = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
   ticket.model = 'm'
+  if (typeof extra.max_tokens === 'number') ticket.maxTokens = extra.max_tokens
   const body: Record<string, unknown> = {
     model: 'm',
     messages: [{ role: 'user', content: 'x'.repeat(400) }],
@@ -58,7 +60,6 @@ describe('admission decision', () => {
     const { admission, main } = setup()
     main.load = { ...main.load, waiting: 100 } // ~50k prefill tokens queued at the server
     const i = input(main, { max_tokens: 2048, n: 2 })
-    i.ticket.maxTokens = 2048
     const d = admission.decide(i)
     expect(d.kind).toBe('admit')
     // cap_max_tokens changes the request but not the predicted TTFT; the fallback does
@@ -87,6 +88,16 @@ describe('admission decision', () => {
     expect(Number(h['retry-after-ms'])).toBeLessThanOrEqual(60_000)
     expect(h['x-gateway-reject-reason']).toBe('ttft_slo')
     expect(i.ticket.predictedTtftMs).toBeGreaterThan(450)
+  })
+
+  it('says kv_exhausted when no endpoint has KV room for the request', () => {
+    const { admission, main } = setup()
+    main.load = { ...main.load, waiting: 100, running: 50, kvUsage: 0.79, kvCapacityTokens: 100_000 }
+    const full = admission.decide(input(main, { max_tokens: 4096 }, 'strict'))
+    expect(full.kind === 'reject' && full.error.rejectReason).toBe('kv_exhausted')
+    // the same load, but a request small enough to fit: the queue is the problem
+    const fits = admission.decide(input(main, { max_tokens: 16 }, 'strict'))
+    expect(fits.kind === 'reject' && fits.error.rejectReason).toBe('ttft_slo')
   })
 
   it('never refuses batch for TTFT: it waits until its own deadline', () => {
