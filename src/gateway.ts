@@ -61,12 +61,14 @@ export async function createGateway(
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const backends = createBackends(config, { clock, registry, logger })
-  const telemetry = createTelemetry(config, { registry, clock, logger, backends })
+  const telemetry = config.telemetry.enabled
+    ? createTelemetry(config, { registry, clock, logger, backends })
+    : undefined
   const admission = config.admission.enabled ? new Admission(config, backends, clock) : undefined
   if (admission !== undefined) {
     // Scrapes drive the dispatcher (with completions): no polling loop.
     backends.onChange(() => admission.pumpAll())
-    telemetry.setQueueSource(() => admission.queueDepths())
+    telemetry?.setQueueSource(() => admission.queueDepths())
   }
   const gateway = buildGateway(config, {
     clock,
@@ -74,8 +76,8 @@ export async function createGateway(
     registry,
     backends,
     admission,
-    recorder: telemetry,
-    state: { slo: () => telemetry.state() },
+    recorder: telemetry ?? { record() {} },
+    state: { slo: () => telemetry?.state() },
   })
   backends.start()
   return {
@@ -83,7 +85,7 @@ export async function createGateway(
     config,
     close: async () => {
       admission?.close()
-      telemetry.close()
+      telemetry?.close()
       await backends.close()
       await sim?.close()
     },

@@ -236,6 +236,8 @@ const admissionSchema = z.strictObject({
 export type AdmissionConfig = z.output<typeof admissionSchema>
 
 const telemetrySchema = z.strictObject({
+  /** false: no SLO metrics or windows (process and backend metrics stay); for overhead comparisons. */
+  enabled: z.boolean().default(true),
   /** Tenants beyond the top N by traffic are labelled `other` (label-cardinality cap). */
   tenant_label_limit: positiveInt.default(50),
   /** Extra TTFT histogram edges in seconds; every class SLO threshold is always added. */

@@ -1,0 +1,176 @@
+/**
+ * What the overhead bench measures: the trivial upstream itself and the proxies in front
+ * of it (the gateway with telemetry on and off, nginx, haproxy), each a child process.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { request } from 'undici'
+import { type Child, freePort, start, waitReady, which } from './processes.js'
+
+export type TargetKey = 'direct' | 'gateway' | 'gateway-off' | 'nginx' | 'haproxy'
+
+export interface Target {
+  readonly key: TargetKey
+  readonly label: string
+  readonly origin: string
+  /** The proxy's process (CPU is read from its tree); undefined for the upstream itself. */
+  readonly child?: Child
+  /** The gateway's admin listener. */
+  readonly admin?: string
+  stop(): Promise<void>
+}
+
+export interface Upstream {
+  readonly child: Child
+  readonly port: number
+  readonly origin: string
+}
+
+const SMALL_CHAT = JSON.stringify({
+  model: 'bench-model',
+  messages: [{ role: 'user', content: 'hi' }],
+  max_tokens: 1,
+})
+
+/** One small chat completion answered 200. */
+async function answers(origin: string): Promise<boolean> {
+  const res = await request(`${origin}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: SMALL_CHAT,
+  })
+  await res.body.dump()
+  return res.statusCode === 200
+}
+
+export async function startUpstream(
+  root: string,
+  core: number | undefined,
+  chunks: number,
+  intervalMs: number,
+) {
+  const port = await freePort()
+  const child = start(
+    'trivial-upstream',
+    process.execPath,
+    [
+      join(root, 'dist/bench/trivial-upstream.js'),
+      '--port',
+      String(port),
+      '--chunks',
+      String(chunks),
+      '--interval-ms',
+      String(intervalMs),
+    ],
+    core,
+  )
+  const origin = `http://127.0.0.1:${port}`
+  await waitReady(child, () => answers(origin))
+  return { child, port, origin } satisfies Upstream
+}
+
+export function directTarget(up: Upstream): Target {
+  return { key: 'direct', label: 'upstream direct', origin: up.origin, stop: async () => {} }
+}
+
+async function proxy(
+  key: TargetKey,
+  label: string,
+  child: Child,
+  port: number,
+  cleanup?: () => void,
+  admin?: string,
+) {
+  const origin = `http://127.0.0.1:${port}`
+  await waitReady(child, () => answers(origin))
+  const target: Target = {
+    key,
+    label,
+    origin,
+    child,
+    ...(admin === undefined ? {} : { admin }),
+    stop: async () => {
+      await child.stop()
+      cleanup?.()
+    },
+  }
+  return target
+}
+
+/** `node dist/cli.js serve --upstream ...`, with telemetry on or off (telemetry.enabled). */
+export async function startGateway(root: string, up: Upstream, telemetry: boolean, core: number | undefined) {
+  const [port, admin] = [await freePort(), await freePort()]
+  const common = [
+    '--upstream',
+    up.origin,
+    '--port',
+    String(port),
+    '--admin-port',
+    String(admin),
+    '--set',
+    'log.level=warn',
+  ]
+  const args = [join(root, 'dist/cli.js'), 'serve', ...common]
+  if (!telemetry) args.push('--set', 'telemetry.enabled=false')
+  const key = telemetry ? 'gateway' : 'gateway-off'
+  const child = start(key, process.execPath, args, core)
+  const t = await proxy(key, 'slo-gateway', child, port, undefined, `http://127.0.0.1:${admin}`)
+  return telemetry ? t : { ...t, label: 'slo-gateway, telemetry off (telemetry.enabled=false)' }
+}
+
+/** Whether the gateway runs admission control (its /admin/state has an `admission` section). */
+export async function admissionWired(t: Target): Promise<boolean | undefined> {
+  if (t.admin === undefined) return undefined
+  try {
+    const res = await request(`${t.admin}/admin/state`)
+    const state = (await res.body.json()) as Record<string, unknown>
+    return state.admission !== undefined && state.admission !== null
+  } catch {
+    return undefined
+  }
+}
+
+function render(template: string, vars: Record<string, string | number>): string {
+  let out = template
+  for (const [k, v] of Object.entries(vars)) out = out.replaceAll(`__${k}__`, String(v))
+  return out
+}
+
+/** nginx from bench/peers/nginx.conf; undefined when the binary is missing. */
+export async function startNginx(root: string, up: Upstream, core: number | undefined) {
+  const bin = which('nginx')
+  if (bin === undefined) return undefined
+  const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'))
+  const port = await freePort()
+  const conf = render(readFileSync(join(root, 'bench/peers/nginx.conf'), 'utf8'), {
+    PORT: port,
+    UPSTREAM_PORT: up.port,
+    DIR: dir,
+  })
+  writeFileSync(join(dir, 'nginx.conf'), conf)
+  const child = start(
+    'nginx',
+    bin,
+    ['-p', dir, '-e', join(dir, 'startup-error.log'), '-c', join(dir, 'nginx.conf')],
+    core,
+  )
+  return proxy('nginx', 'nginx (1 worker)', child, port, () => rmSync(dir, { recursive: true, force: true }))
+}
+
+/** HAProxy from bench/peers/haproxy.cfg; undefined when the binary is missing. */
+export async function startHaproxy(root: string, up: Upstream, core: number | undefined) {
+  const bin = which('haproxy')
+  if (bin === undefined) return undefined
+  const dir = mkdtempSync(join(tmpdir(), 'bench-haproxy-'))
+  const port = await freePort()
+  const cfg = render(readFileSync(join(root, 'bench/peers/haproxy.cfg'), 'utf8'), {
+    PORT: port,
+    UPSTREAM_PORT: up.port,
+  })
+  writeFileSync(join(dir, 'haproxy.cfg'), cfg)
+  const child = start('haproxy', bin, ['-db', '-f', join(dir, 'haproxy.cfg')], core)
+  return proxy('haproxy', 'haproxy (1 thread)', child, port, () =>
+    rmSync(dir, { recursive: true, force: true }),
+  )
+}
