@@ -33,8 +33,8 @@ export function scenario(clockNow: () => number): Ticket[] {
   add(1, { tenant: 'globex', outcome: 'rejected', errorCode: 'queue_timeout', e2e: 5_000 })
   // E: degraded and still good.
   add(3, { tenant: 'acme', ttft: 300, e2e: 390, chunks: 10, degraded: ['cap_max_tokens:512'] })
-  // F: cancelled by the client after 3 chunks.
-  add(2, { tenant: 'globex', outcome: 'cancelled', ttft: 100, chunks: 3 })
+  // F: cancelled by the client after 3 chunks (the stream had started: status 200).
+  add(2, { tenant: 'globex', outcome: 'cancelled', status: 200, ttft: 100, chunks: 3 })
   // G: failures.
   add(1, { tenant: 'acme', outcome: 'upstream_error', status: 503, e2e: 50 })
   add(1, {
