@@ -40,8 +40,14 @@ interface Pending {
   tokens: number
 }
 
+/** One pool's tokens of the open interval: pairs in order of first booking, and an index. */
+interface PoolPending {
+  readonly list: Pending[]
+  /** class -> tenant -> its Pending (no key string built per request). */
+  readonly byClass: Map<string, Map<string, Pending>>
+}
+
 const HOUR_MS = 3_600_000
-const SEP = '\u0001'
 
 export class CostAttributor {
   private readonly intervalMs: number
@@ -49,7 +55,7 @@ export class CostAttributor {
   private lastClose: number
   private readonly pools: () => Iterable<PoolCost>
   private readonly onShare: (share: CostShare, now: number) => void
-  private readonly pending = new Map<string, Map<string, Pending>>()
+  private readonly pending = new Map<string, PoolPending>()
   private readonly carry = new Map<string, number>()
 
   constructor(opts: {
@@ -69,15 +75,22 @@ export class CostAttributor {
   addTokens(now: number, pool: string, cls: string, tenant: string, tokens: number): void {
     this.tick(now)
     if (!(tokens > 0)) return
-    let byKey = this.pending.get(pool)
-    if (byKey === undefined) {
-      byKey = new Map()
-      this.pending.set(pool, byKey)
+    let pp = this.pending.get(pool)
+    if (pp === undefined) {
+      pp = { list: [], byClass: new Map() }
+      this.pending.set(pool, pp)
     }
-    const key = cls + SEP + tenant
-    const p = byKey.get(key)
-    if (p === undefined) byKey.set(key, { class: cls, tenant, tokens })
-    else p.tokens += tokens
+    let byTenant = pp.byClass.get(cls)
+    if (byTenant === undefined) {
+      byTenant = new Map()
+      pp.byClass.set(cls, byTenant)
+    }
+    const p = byTenant.get(tenant)
+    if (p === undefined) {
+      const added = { class: cls, tenant, tokens }
+      byTenant.set(tenant, added)
+      pp.list.push(added)
+    } else p.tokens += tokens
   }
 
   /** Close every interval that ended at or before `now`. */
@@ -90,11 +103,11 @@ export class CostAttributor {
       const cost = (pool.costPerHour * pool.endpoints * spanMs) / HOUR_MS + (this.carry.get(pool.name) ?? 0)
       this.carry.delete(pool.name)
       if (!(cost > 0)) continue
-      const byKey = this.pending.get(pool.name)
+      const byKey = this.pending.get(pool.name)?.list
       let total = 0
-      if (byKey !== undefined) for (const p of byKey.values()) total += p.tokens
+      if (byKey !== undefined) for (const p of byKey) total += p.tokens
       if (byKey !== undefined && total > 0) {
-        for (const p of byKey.values()) {
+        for (const p of byKey) {
           this.onShare(
             { pool: pool.name, class: p.class, tenant: p.tenant, amount: (cost * p.tokens) / total },
             now,

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { GatewayConfig } from '../config/schema.js'
+import { FastCounter } from './fast-counter.js'
 import { FastHistogram } from './fast-histogram.js'
 import {
   BATCH_SIZE_EDGES,
@@ -25,7 +26,11 @@ const LATENCY = ['class', 'model', 'prompt_len', 'output_len'] as const
 export function createMetrics(config: GatewayConfig, registry: Registry, onCollect: () => void = () => {}) {
   const registers = [registry]
   const edges = latencyEdges(config)
+  // Counters incremented on the request path use FastCounter (fast-counter.ts): prom-client's
+  // hashes the label set on every increment. Backend counters (sampled) stay prom-client's.
   const counter = <T extends string>(name: string, help: string, labelNames: readonly T[]) =>
+    new FastCounter<T>({ name, help, labelNames, registry })
+  const backendCounter = <T extends string>(name: string, help: string, labelNames: readonly T[]) =>
     new Counter<T>({ name, help, labelNames, registers })
   // Histograms observed on the request path use the allocation-free FastHistogram
   // (fast-histogram.ts): prom-client's hashes the label set on every observation.
@@ -38,11 +43,11 @@ export function createMetrics(config: GatewayConfig, registry: Registry, onColle
 
   return {
     edges,
-    requests: new Counter<(typeof CMT)[number] | 'outcome'>({
+    requests: new FastCounter<(typeof CMT)[number] | 'outcome'>({
       name: METRICS.requests,
       help: 'Requests finished, by outcome (ok, upstream_error, rejected, invalid, failed, cancelled).',
       labelNames: [...CMT, 'outcome'],
-      registers,
+      registry,
       collect: onCollect,
     }),
     goodRequests: counter(
@@ -149,22 +154,22 @@ export function createMetrics(config: GatewayConfig, registry: Registry, onColle
       ['route', 'method'],
       [...HTTP_DURATION_EDGES_S],
     ),
-    backendPreemptions: counter(
+    backendPreemptions: backendCounter(
       METRICS.backendPreemptions,
       "Requests preempted by the model server (from the engine's own counter).",
       ['pool', 'backend'],
     ),
-    backendPrefixQueries: counter(
+    backendPrefixQueries: backendCounter(
       METRICS.backendPrefixQueries,
       'Prefix-cache queries reported by the model server (vLLM counts tokens).',
       ['pool', 'backend'],
     ),
-    backendPrefixHits: counter(
+    backendPrefixHits: backendCounter(
       METRICS.backendPrefixHits,
       'Prefix-cache hits reported by the model server (same unit as queries).',
       ['pool', 'backend'],
     ),
-    backendBusy: counter(
+    backendBusy: backendCounter(
       METRICS.backendBusy,
       'Time the endpoint had a non-empty running batch, sampled; rate() is the busy fraction.',
       ['pool', 'backend'],

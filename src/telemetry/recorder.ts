@@ -26,6 +26,7 @@ const KNOWN_KINDS = [
   'upstream_stream_failed',
   'internal',
 ]
+const KNOWN_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH']
 /** Distinct values beyond the known ones before `other`. */
 const EXTRA_REASONS = 32
 const EXTRA_MODELS = 16
@@ -36,6 +37,35 @@ const NO_MODEL = 'none'
 
 type Inc = { inc(v?: number): void }
 type Obs = { observe(v: number): void }
+
+/**
+ * The children of one (class, model, tenant), looked up in the series caches once and then
+ * reused; filled as first used, so series appear exactly when they did without this.
+ * Dropped whenever tenants are evicted (their children are removed from the metrics).
+ */
+interface TenantSeries {
+  readonly byOutcome: Map<string, Inc>
+  prompt: Inc | undefined
+  completion: Inc | undefined
+  good: Inc | undefined
+  goodTokens: Inc | undefined
+}
+
+/** The latency histograms' children of one (class, model, prompt_len, output_len). */
+interface LatencySeries {
+  ttft: Obs | undefined
+  tpot: Obs | undefined
+  e2e: Obs | undefined
+}
+
+/** The children of one (class, model) (no tenant label: never evicted). */
+interface ModelSeries {
+  itl: Obs | undefined
+  queueWait: Obs | undefined
+  predictionError: Obs | undefined
+  /** prompt_len -> output_len -> children */
+  readonly latency: Map<string, Map<string, LatencySeries>>
+}
 
 export class Recorder {
   private readonly config: GatewayConfig
@@ -49,10 +79,8 @@ export class Recorder {
   private readonly actionLabel = new BoundedLabel(KNOWN_ACTIONS, EXTRA_REASONS)
   private readonly kindLabel = new BoundedLabel(KNOWN_KINDS, EXTRA_REASONS)
   private readonly routeLabel = new BoundedLabel([], EXTRA_ROUTES)
-  private readonly methodLabel = new BoundedLabel(
-    ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH'],
-    0,
-  )
+  private readonly methodLabel = new BoundedLabel(KNOWN_METHODS, 0)
+  private readonly knownMethods = new Set(KNOWN_METHODS)
 
   private readonly requests: SeriesCache<string, Inc>
   private readonly good: SeriesCache<string, Inc>
@@ -72,6 +100,10 @@ export class Recorder {
   private readonly predictionError: SeriesCache<string, Obs>
   private readonly httpRequests: SeriesCache<string, Inc>
   private readonly httpDuration: SeriesCache<string, Obs>
+  /** class -> model -> tenant -> children (cleared on evict). */
+  private readonly tenantSeries = new Map<string, Map<string, Map<string, TenantSeries>>>()
+  /** class -> model -> children. */
+  private readonly modelSeries = new Map<string, Map<string, ModelSeries>>()
 
   constructor(opts: {
     config: GatewayConfig
@@ -120,7 +152,13 @@ export class Recorder {
     const tenant = this.tenants.observe(t.tenant, now)
     const meas = measure(t)
     const verdict = verdictWith(t, this.config.classes[t.class], meas)
-    this.requests.get([cls, model, tenant, t.outcome]).inc()
+    const ts = this.tenantSeriesOf(cls, model, tenant)
+    let requests = ts.byOutcome.get(t.outcome)
+    if (requests === undefined) {
+      requests = this.requests.get4(cls, model, tenant, t.outcome)
+      ts.byOutcome.set(t.outcome, requests)
+    }
+    requests.inc()
 
     // Tokens the model servers processed: the prompt when the server counted it (usage) or
     // accepted the request (a 2xx/3xx answer began); a request the server refused or that
@@ -128,25 +166,33 @@ export class Recorder {
     const accepted = t.usage !== undefined || (t.dispatchedAt !== undefined && t.status > 0 && t.status < 400)
     const prompt = accepted ? Math.max(0, meas.promptTokens) : 0
     const completion = Math.max(0, meas.outputTokens)
-    if (prompt > 0) this.tokens.get([cls, model, tenant, 'prompt']).inc(prompt)
-    if (completion > 0) this.tokens.get([cls, model, tenant, 'completion']).inc(completion)
+    if (prompt > 0) {
+      if (ts.prompt === undefined) ts.prompt = this.tokens.get4(cls, model, tenant, 'prompt')
+      ts.prompt.inc(prompt)
+    }
+    if (completion > 0) {
+      if (ts.completion === undefined) ts.completion = this.tokens.get4(cls, model, tenant, 'completion')
+      ts.completion.inc(completion)
+    }
 
     let serverError = false
     switch (verdict.kind) {
       case 'good':
-        this.good.get([cls, model, tenant]).inc()
-        this.goodTokens.get([cls, model, tenant]).inc(completion)
+        if (ts.good === undefined) ts.good = this.good.get3(cls, model, tenant)
+        if (ts.goodTokens === undefined) ts.goodTokens = this.goodTokens.get3(cls, model, tenant)
+        ts.good.inc()
+        ts.goodTokens.inc(completion)
         break
       case 'missed':
-        for (const slo of verdict.missed) this.missed.get([cls, model, slo]).inc()
+        for (const slo of verdict.missed) this.missed.get3(cls, model, slo).inc()
         break
       case 'rejected':
-        this.rejected.get([cls, model, tenant, this.reasonLabel.value(verdict.reason)]).inc()
+        this.rejected.get4(cls, model, tenant, this.reasonLabel.value(verdict.reason)).inc()
         break
       case 'failed': {
         const kind = this.kindLabel.value(verdict.errorKind)
         serverError = isServerErrorKind(kind)
-        this.errors.get([cls, model, kind]).inc()
+        this.errors.get3(cls, model, kind).inc()
         break
       }
       default:
@@ -156,27 +202,45 @@ export class Recorder {
     const admitted = verdict.kind !== 'rejected' && verdict.kind !== 'invalid'
     const degraded = admitted && t.degraded.length > 0
     if (degraded) {
-      this.degradedRequests.get([cls, model]).inc()
-      for (const a of t.degraded) this.degraded.get([cls, model, this.actionLabel.value(actionName(a))]).inc()
+      this.degradedRequests.get2(cls, model).inc()
+      for (const a of t.degraded) this.degraded.get3(cls, model, this.actionLabel.value(actionName(a))).inc()
     }
 
+    const ms = this.modelSeriesOf(cls, model)
     if (t.outcome === 'ok') {
-      const lat = [cls, model, promptLengthBucket(meas.promptTokens), outputLengthBucket(completion)]
-      if (meas.ttftS !== undefined) this.ttft.get(lat).observe(meas.ttftS)
-      if (meas.tpotS !== undefined) this.tpot.get(lat).observe(meas.tpotS)
-      if (meas.e2eS !== undefined) this.e2e.get(lat).observe(meas.e2eS)
-      if (t.itlMs.length > 0) {
-        const itl = this.itl.get([cls, model])
-        for (const ms of t.itlMs) itl.observe(ms / 1000)
+      const pl = promptLengthBucket(meas.promptTokens)
+      const ol = outputLengthBucket(completion)
+      const lat = latencySeriesOf(ms, pl, ol)
+      if (meas.ttftS !== undefined) {
+        if (lat.ttft === undefined) lat.ttft = this.ttft.get4(cls, model, pl, ol)
+        lat.ttft.observe(meas.ttftS)
+      }
+      if (meas.tpotS !== undefined) {
+        if (lat.tpot === undefined) lat.tpot = this.tpot.get4(cls, model, pl, ol)
+        lat.tpot.observe(meas.tpotS)
+      }
+      if (meas.e2eS !== undefined) {
+        if (lat.e2e === undefined) lat.e2e = this.e2e.get4(cls, model, pl, ol)
+        lat.e2e.observe(meas.e2eS)
+      }
+      const gaps = t.itlMs
+      if (gaps.length > 0) {
+        if (ms.itl === undefined) ms.itl = this.itl.get2(cls, model)
+        const itl = ms.itl
+        for (let i = 0; i < gaps.length; i++) itl.observe(gaps[i]! / 1000)
       }
       const predicted = t.predictedTtftMs
       if (predicted !== undefined && meas.ttftS !== undefined && meas.ttftS > 0) {
-        this.predictionError.get([cls, model]).observe(Math.abs(predicted / 1000 - meas.ttftS) / meas.ttftS)
+        if (ms.predictionError === undefined) ms.predictionError = this.predictionError.get2(cls, model)
+        ms.predictionError.observe(Math.abs(predicted / 1000 - meas.ttftS) / meas.ttftS)
       }
     }
 
     const wait = queueWaitS(t, verdict.kind === 'rejected' ? verdict.reason : undefined)
-    if (wait !== undefined) this.queueWait.get([cls, model]).observe(wait)
+    if (wait !== undefined) {
+      if (ms.queueWait === undefined) ms.queueWait = this.queueWait.get2(cls, model)
+      ms.queueWait.observe(wait)
+    }
 
     if (t.pool !== undefined && prompt + completion > 0)
       this.cost.addTokens(now, t.pool, cls, tenant, prompt + completion)
@@ -196,27 +260,83 @@ export class Recorder {
   /** One HTTP request on any route (`route` is the route pattern, not the raw URL). */
   observeHttp(route: string, method: string, status: number, seconds: number): void {
     const r = this.routeLabel.value(route)
-    const mt = this.methodLabel.value(method.toUpperCase())
-    this.httpRequests.get([r, mt, String(status)]).inc()
-    if (Number.isFinite(seconds) && seconds >= 0) this.httpDuration.get([r, mt]).observe(seconds)
+    // Methods arrive upper-case: skip the case conversion (an allocation) for the known ones.
+    const mt = this.knownMethods.has(method) ? method : this.methodLabel.value(method.toUpperCase())
+    this.httpRequests.get3(r, mt, String(status)).inc()
+    if (Number.isFinite(seconds) && seconds >= 0) this.httpDuration.get2(r, mt).observe(seconds)
   }
 
   /** A share of cost from the attributor. Tenants that lost their label since go to `other`. */
   bookCost(share: CostShare, now: number): void {
     const tenant =
       share.tenant === IDLE || share.tenant === OTHER ? share.tenant : this.tenants.current(share.tenant)
-    this.costs.get([share.pool, share.class, tenant]).inc(share.amount)
+    this.costs.get3(share.pool, share.class, tenant).inc(share.amount)
     if (share.class !== IDLE) this.windows.of(share.class).addCost(now, share.amount)
+  }
+
+  private tenantSeriesOf(cls: string, model: string, tenant: string): TenantSeries {
+    let byModel = this.tenantSeries.get(cls)
+    if (byModel === undefined) {
+      byModel = new Map()
+      this.tenantSeries.set(cls, byModel)
+    }
+    let byTenant = byModel.get(model)
+    if (byTenant === undefined) {
+      byTenant = new Map()
+      byModel.set(model, byTenant)
+    }
+    let s = byTenant.get(tenant)
+    if (s === undefined) {
+      s = {
+        byOutcome: new Map(),
+        prompt: undefined,
+        completion: undefined,
+        good: undefined,
+        goodTokens: undefined,
+      }
+      byTenant.set(tenant, s)
+    }
+    return s
+  }
+
+  private modelSeriesOf(cls: string, model: string): ModelSeries {
+    let byModel = this.modelSeries.get(cls)
+    if (byModel === undefined) {
+      byModel = new Map()
+      this.modelSeries.set(cls, byModel)
+    }
+    let s = byModel.get(model)
+    if (s === undefined) {
+      s = { itl: undefined, queueWait: undefined, predictionError: undefined, latency: new Map() }
+      byModel.set(model, s)
+    }
+    return s
   }
 
   /** Remove the series of tenants that lost their label. */
   evict(tenants: readonly string[]): void {
+    // Cached children of evicted series would bring them back: look everything up afresh.
+    this.tenantSeries.clear()
     for (const t of tenants) {
       for (const c of [this.requests, this.good, this.goodTokens, this.rejected, this.tokens, this.costs]) {
         c.removeWhere('tenant', t)
       }
     }
   }
+}
+
+function latencySeriesOf(ms: ModelSeries, pl: string, ol: string): LatencySeries {
+  let byOutput = ms.latency.get(pl)
+  if (byOutput === undefined) {
+    byOutput = new Map()
+    ms.latency.set(pl, byOutput)
+  }
+  let s = byOutput.get(ol)
+  if (s === undefined) {
+    s = { ttft: undefined, tpot: undefined, e2e: undefined }
+    byOutput.set(ol, s)
+  }
+  return s
 }
 
 /** `cap_max_tokens:512` -> `cap_max_tokens`. */

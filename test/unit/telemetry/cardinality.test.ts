@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { METRICS } from '../../../src/telemetry/index.js'
 import { TenantLabels } from '../../../src/telemetry/tenant-labels.js'
-import { samples, setup, testConfig, ticket } from './fixtures.js'
+import { samples, setup, testConfig, ticket, value } from './fixtures.js'
 
 const TENANT_METRICS = [
   METRICS.requests,
@@ -93,5 +93,34 @@ describe('TenantLabels', () => {
     const internal = labels as unknown as { counts: Map<string, unknown> }
     expect(internal.counts.size).toBeLessThanOrEqual(64)
     expect(labels.labelledTenants().length).toBeLessThanOrEqual(10)
+  })
+})
+
+describe('tenant series after eviction', () => {
+  it('a tenant that loses its label and regains it restarts its series from zero', async () => {
+    const config = testConfig({
+      telemetry: { summary_interval_ms: 0, tenant_label_limit: 1, tenant_label_rebalance_ms: 1_000 },
+    })
+    const { registry, telemetry, clock } = setup(config)
+    const send = (tenant: string, times: number) => {
+      for (let i = 0; i < times; i++) {
+        telemetry.record(ticket(clock.now(), { tenant, ttft: 100, e2e: 300, chunks: 5 }))
+        clock.advance(1)
+      }
+    }
+    send('a', 1) // a takes the only label
+    send('b', 10) // b is `other`
+    clock.advance(1_000)
+    send('b', 1) // rebalance: b labelled, a evicted
+    expect(await value(registry, METRICS.requests, { tenant: 'a' })).toBe(0)
+    expect(await value(registry, METRICS.requests, { tenant: 'b' })).toBe(1)
+    send('a', 100)
+    clock.advance(1_000)
+    send('a', 2) // rebalance: a labelled again, b evicted
+    expect(await value(registry, METRICS.requests, { tenant: 'a' })).toBe(2)
+    expect(await value(registry, METRICS.goodRequests, { tenant: 'a' })).toBe(2)
+    expect(await value(registry, METRICS.tokens, { tenant: 'a', kind: 'completion' })).toBe(10)
+    expect(await value(registry, METRICS.requests, { tenant: 'b' })).toBe(0)
+    telemetry.close()
   })
 })
