@@ -13,6 +13,7 @@ import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
 import { type GateLimits, hasHeadroom, kvFits, serverView } from './gate.js'
+import { TpotGuard } from './tpot-guard.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
 /** A request admitted to a pool, until it is dispatched, shed or cancelled. */
@@ -47,6 +48,8 @@ export class PoolAdmission {
   private readonly prefilling = new Map<string, number>()
   private prefillingTotal = 0
   private readonly maxPrefillTokens: number
+  private readonly guard: TpotGuard
+  private readonly agingMs: number
   private readonly clock: Clock
   private meanPrompt = 512
   private timer: NodeJS.Timeout | undefined = undefined
@@ -71,6 +74,13 @@ export class PoolAdmission {
     }))
     this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
     this.queues = new ClassQueues<Waiting>({ classes: defs, clock, agingMs: cfg.aging_ms })
+    this.agingMs = cfg.aging_ms
+    this.guard = new TpotGuard(
+      Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
+      cfg.margin,
+      cfg.tpot_guard_window_ms,
+      clock,
+    )
     this.classNames = defs.map((d) => d.name)
     for (const [name, c] of Object.entries(classes)) {
       this.limits.set(name, {
@@ -138,7 +148,11 @@ export class PoolAdmission {
    * waits and an endpoint has headroom, else queued until `deadline`.
    */
   place(w: Waiting, tenant: string, weight: number, deadline: number): 'ok' | 'queue_full' {
-    if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
+    if (
+      this.queues.costAhead(w.className) === 0 &&
+      this.queues.sizeOf(w.className) === 0 &&
+      this.guard.allows(w.className)
+    ) {
       const lease = this.pool.acquire(w.kvTokens, this.gate(w.className, w.kvTokens, w.promptTokens))
       if (lease !== undefined) {
         this.start(w, lease, 0)
@@ -201,6 +215,9 @@ export class PoolAdmission {
     const prompt = t.usage?.promptTokens ?? w.promptTokens
     this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
     if (t.firstTokenAt !== undefined) this.estimator.observe(w.prediction, t.firstTokenAt - t.arrivedAt)
+    if (t.firstTokenAt !== undefined && t.lastTokenAt !== undefined && t.contentChunks > 1) {
+      this.guard.observe(w.className, (t.lastTokenAt - t.firstTokenAt) / (t.contentChunks - 1))
+    }
   }
 
   /** Something changed (a request ended, a scrape landed): dispatch what can go. */
@@ -223,6 +240,10 @@ export class PoolAdmission {
         for (const name of this.queues.classesInOrder()) {
           const head = this.queues.peekClass(name)?.item
           if (head === undefined) continue
+          // Backfill only while the classes above decode within their TPOT objective (an
+          // aged request goes anyway: nothing waits forever).
+          const aged = this.queues.oldestWaitMs(name, this.clock.now()) >= this.agingMs
+          if (!aged && !this.guard.allows(name)) break
           const lease = this.pool.acquire(head.kvTokens, this.gate(name, head.kvTokens, head.promptTokens))
           // Strict priority: when the first class with work cannot go, nothing below it goes.
           if (lease === undefined) break
@@ -286,6 +307,7 @@ export class PoolAdmission {
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
       prefillingTokens: Object.fromEntries(this.prefilling),
+      recentTpotMs: this.guard.state(),
       estimator: this.estimator.state(),
     }
   }

@@ -220,6 +220,11 @@ const admissionSchema = z.strictObject({
   max_prefill_tokens_per_endpoint: positiveInt.default(8192),
   /** Dispatch only to an endpoint with fewer requests in flight (else capacity.max_num_seqs when set). */
   max_inflight_per_endpoint: positiveInt.default(256),
+  /**
+   * Backfill guard: a lower class dispatches only while each class above it with a TPOT
+   * objective decoded within SLO x (1 - margin) recently; samples older than this no longer count.
+   */
+  tpot_guard_window_ms: positiveInt.default(10_000),
   /** Output tokens reserved for a request that sets no max_tokens. */
   default_max_tokens: positiveInt.default(1024),
   /** Priors of the TTFT estimator, refined online from every finished request. */
