@@ -49,6 +49,9 @@ export class PoolAdmission {
   private prefillingTotal = 0
   private readonly maxPrefillTokens: number
   private readonly guard: TpotGuard
+  /** Classes whose TTFT the estimator learns from: those admitted on its prediction. */
+  private readonly learnFrom = new Set<string>()
+  private readonly prefillBudget = new Map<string, number>()
   private readonly agingMs: number
   private readonly clock: Clock
   private meanPrompt = 512
@@ -82,7 +85,12 @@ export class PoolAdmission {
       clock,
     )
     this.classNames = defs.map((d) => d.name)
+    const top = Math.min(...Object.values(classes).map((c) => c.priority))
     for (const [name, c] of Object.entries(classes)) {
+      if (c.reject_on_ttft) this.learnFrom.add(name)
+      // Lower classes may fill only half the prefill budget: a prompt of the top class
+      // then never waits behind a full engine step of theirs.
+      this.prefillBudget.set(name, c.priority === top ? this.maxPrefillTokens : this.maxPrefillTokens / 2)
       this.limits.set(name, {
         maxKvUsage: c.max_kv_usage,
         maxWaiting: cfg.max_server_waiting,
@@ -103,9 +111,10 @@ export class PoolAdmission {
    */
   private gate(className: string, kvTokens: number, promptTokens: number): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
+    const budget = this.prefillBudget.get(className) ?? this.maxPrefillTokens
     return (v) => {
       const pending = this.prefilling.get(v.name) ?? 0
-      if (pending > 0 && pending + promptTokens > this.maxPrefillTokens) return false
+      if (pending > 0 && pending + promptTokens > budget) return false
       return hasHeadroom(v, limits, kvTokens)
     }
   }
@@ -214,7 +223,11 @@ export class PoolAdmission {
     const t = w.ticket
     const prompt = t.usage?.promptTokens ?? w.promptTokens
     this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
-    if (t.firstTokenAt !== undefined) this.estimator.observe(w.prediction, t.firstTokenAt - t.arrivedAt)
+    // A batch request's TTFT includes however long it waited for backfill, which the
+    // model does not (and need not) predict: learning from it would inflate every prediction.
+    if (t.firstTokenAt !== undefined && this.learnFrom.has(w.className)) {
+      this.estimator.observe(w.prediction, t.firstTokenAt - t.arrivedAt)
+    }
     if (t.firstTokenAt !== undefined && t.lastTokenAt !== undefined && t.contentChunks > 1) {
       this.guard.observe(w.className, (t.lastTokenAt - t.firstTokenAt) / (t.contentChunks - 1))
     }
