@@ -1,0 +1,241 @@
+/**
+ * The simulator's capacity for the bench's workload, measured on the simulator's own engine
+ * (SimEngine, the same scheduler, KV manager and step-time model the served simulator runs) on
+ * virtual time: no HTTP, no timers, no CPU contention, deterministic. Seconds of CPU instead of
+ * minutes of wall time, which is why the bench measures capacity here rather than with HTTP load.
+ *
+ * - interactive SLO capacity C: the highest Poisson rate of the interactive stream alone at which
+ *   the simulator, served FCFS as it is, still meets both interactive SLOs (TTFT and TPOT) for at
+ *   least `attainment` of the requests (bisection on the rate). This is "1×".
+ * - saturation throughput of each class alone (a standing backlog, FCFS): requests/s and output
+ *   tokens/s while the server's queue never runs dry. Used to say what capacity interactive
+ *   leaves to batch.
+ */
+import { SimEngine } from '../sim/engine.js'
+import type { SimProfile } from '../sim/profile-schema.js'
+import { SimRequest, type TokenSink } from '../sim/sim-request.js'
+import {
+  type Arrival,
+  type BenchClass,
+  classArrivals,
+  classSequence,
+  type WorkloadSpec,
+} from './admission-workload.js'
+import { percentile, sorted } from './report.js'
+
+export interface VirtualOutcome {
+  readonly arrival: Arrival
+  /** Arrival to first token; with no token by the horizon, arrival to the horizon (censored). */
+  readonly ttftMs: number
+  readonly censored: boolean
+  /** Over the tokens produced by the horizon; NaN with fewer than two. */
+  readonly tpotMs: number
+  readonly tokens: number
+  /** Time of its last token by the horizon (NaN without one). */
+  readonly endMs: number
+}
+
+interface Progress {
+  readonly arrival: Arrival
+  first: number
+  last: number
+  tokens: number
+}
+
+/**
+ * Serves `arrivals` (model-time ms, sorted) on one engine replica until every request ends, or
+ * until `untilMs` (the horizon: later tokens are not seen, later arrivals not sent), and returns
+ * every request sent, as far as it got.
+ */
+export function serveVirtual(
+  profile: SimProfile,
+  arrivals: readonly Arrival[],
+  untilMs = Number.POSITIVE_INFINITY,
+): VirtualOutcome[] {
+  const engine = new SimEngine({ profile })
+  const progress = new Map<string, Progress>()
+  const sink: TokenSink = {
+    onToken(req) {
+      const p = progress.get(req.id) as Progress
+      if (req.lastToken > untilMs) return
+      if (p.tokens === 0) p.first = req.lastToken
+      p.last = req.lastToken
+      p.tokens++
+    },
+  }
+  let now = 0
+  let i = 0
+  while (now <= untilMs) {
+    while (
+      i < arrivals.length &&
+      (arrivals[i] as Arrival).atMs <= now &&
+      (arrivals[i] as Arrival).atMs < untilMs
+    ) {
+      const a = arrivals[i++] as Arrival
+      const id = `${a.cls}-${a.seq}`
+      progress.set(id, { arrival: a, first: Number.NaN, last: Number.NaN, tokens: 0 })
+      engine.submit(
+        new SimRequest({
+          id,
+          promptTokens: a.promptTokens,
+          targetOutput: a.outputTokens,
+          finishReason: 'length',
+          blockHashes: [],
+          sink,
+          arrival: a.atMs,
+        }),
+      )
+    }
+    const d = engine.beginStep(now)
+    if (d === null) {
+      if (i >= arrivals.length || (arrivals[i] as Arrival).atMs >= untilMs) break
+      now = (arrivals[i] as Arrival).atMs
+      continue
+    }
+    now += d
+    engine.finishStep(now)
+  }
+  return [...progress.values()].map((p) => {
+    const at = p.arrival.atMs
+    if (p.tokens === 0) {
+      const ttftMs = untilMs - at
+      return { arrival: p.arrival, ttftMs, censored: true, tpotMs: Number.NaN, tokens: 0, endMs: Number.NaN }
+    }
+    const tpotMs = p.tokens > 1 ? (p.last - p.first) / (p.tokens - 1) : Number.NaN
+    return {
+      arrival: p.arrival,
+      ttftMs: p.first - at,
+      censored: false,
+      tpotMs,
+      tokens: p.tokens,
+      endMs: p.last,
+    }
+  })
+}
+
+export interface Slo {
+  readonly ttftMs: number
+  readonly tpotMs: number
+}
+
+/** Met both SLOs (TPOT over what it streamed by the horizon, like the HTTP runs). */
+export function meets(o: VirtualOutcome, slo: Slo): boolean {
+  return !o.censored && o.ttftMs <= slo.ttftMs && (o.tokens < 2 || o.tpotMs <= slo.tpotMs)
+}
+
+/** Fraction of the requests arriving in [fromMs, toMs) that met both SLOs. */
+export function attainment(
+  outcomes: readonly VirtualOutcome[],
+  slo: Slo,
+  fromMs: number,
+  toMs: number,
+): number {
+  const inWindow = outcomes.filter((o) => o.arrival.atMs >= fromMs && o.arrival.atMs < toMs)
+  if (inWindow.length === 0) return Number.NaN
+  return inWindow.filter((o) => meets(o, slo)).length / inWindow.length
+}
+
+export interface SloCapacity {
+  readonly ratePerS: number
+  /** Attainment measured at that rate. */
+  readonly attainment: number
+  readonly durationMs: number
+  readonly probes: readonly { rate: number; attainment: number }[]
+}
+
+/**
+ * The highest interactive rate with attainment ≥ target over `durationMs` of arrivals (the first
+ * 10% not counted), to within 2%, by bisection between a rate that meets it and one that does not.
+ */
+export function interactiveSloCapacity(
+  profile: SimProfile,
+  spec: WorkloadSpec,
+  slo: Slo,
+  target: number,
+  durationMs: number,
+): SloCapacity {
+  const probes: { rate: number; attainment: number }[] = []
+  const probe = (rate: number) => {
+    const arr = classArrivals(spec, 'interactive', rate, durationMs)
+    const a = attainment(serveVirtual(profile, arr), slo, durationMs * 0.1, durationMs)
+    probes.push({ rate, attainment: a })
+    return a
+  }
+  let lo = 1
+  let hi = 2
+  while (probe(lo) < target && lo > 0.05) lo /= 2
+  hi = lo * 2
+  while (probe(hi) >= target && hi < 10_000) {
+    lo = hi
+    hi *= 2
+  }
+  while (hi / lo > 1.02) {
+    const mid = (lo + hi) / 2
+    if (probe(mid) >= target) lo = mid
+    else hi = mid
+  }
+  const best = probes.filter((p) => p.rate === lo).at(-1)
+  return { ratePerS: lo, attainment: best?.attainment ?? Number.NaN, durationMs, probes }
+}
+
+export interface Saturation {
+  readonly requestsPerS: number
+  readonly promptTokensPerS: number
+  readonly outputTokensPerS: number
+}
+
+/**
+ * Throughput of a class alone with a standing backlog of `backlog` requests submitted at t=0,
+ * counted between the 20th percentile and the 80th percentile of completion times (the server
+ * full and its queue non-empty all along).
+ */
+export function saturation(
+  profile: SimProfile,
+  spec: WorkloadSpec,
+  cls: BenchClass,
+  backlog: number,
+): Saturation {
+  const arr = classSequence(spec, cls, backlog).map((a) => ({ ...a, atMs: 0 }))
+  const out = serveVirtual(profile, arr).sort((a, b) => a.endMs - b.endMs)
+  const from = out[Math.floor(out.length * 0.2)] as VirtualOutcome
+  const to = out[Math.floor(out.length * 0.8)] as VirtualOutcome
+  const mid = out.filter((o) => o.endMs > from.endMs && o.endMs <= to.endMs)
+  const sec = (to.endMs - from.endMs) / 1000
+  const tokens = mid.reduce((a, o) => a + o.arrival.outputTokens, 0)
+  const prompt = mid.reduce((a, o) => a + o.arrival.promptTokens, 0)
+  return { requestsPerS: mid.length / sec, promptTokensPerS: prompt / sec, outputTokensPerS: tokens / sec }
+}
+
+export interface VirtualLevel {
+  readonly offered: number
+  readonly attainment: number
+  readonly goodputRps: number
+  readonly ttftP99Ms: number
+  readonly tpotP50Ms: number
+}
+
+/**
+ * The simulator served directly on virtual time: the given arrivals (both classes or one), judged
+ * like the HTTP runs: interactive arrivals in [fromMs, toMs), both SLOs, on what each streamed
+ * until the horizon `untilMs`. The reference the HTTP direct runs can be checked against.
+ */
+export function virtualLevel(
+  profile: SimProfile,
+  arrivals: readonly Arrival[],
+  slo: Slo,
+  fromMs: number,
+  toMs: number,
+  untilMs: number,
+): VirtualLevel {
+  const out = serveVirtual(profile, arrivals, untilMs).filter(
+    (o) => o.arrival.cls === 'interactive' && o.arrival.atMs >= fromMs && o.arrival.atMs < toMs,
+  )
+  const good = out.filter((o) => meets(o, slo)).length
+  return {
+    offered: out.length,
+    attainment: out.length > 0 ? good / out.length : Number.NaN,
+    goodputRps: good / ((toMs - fromMs) / 1000),
+    ttftP99Ms: percentile(sorted(out.map((o) => o.ttftMs)), 99),
+    tpotP50Ms: percentile(sorted(out.map((o) => o.tpotMs)), 50),
+  }
+}

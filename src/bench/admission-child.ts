@@ -1,0 +1,160 @@
+/**
+ * The admission bench's child processes, one per server, so the load generator (which parses
+ * every streamed token) never shares an event loop with what it measures:
+ *
+ *   node --import tsx src/bench/admission-child.ts sim --profile P --scale S --seed N
+ *   node --import tsx src/bench/admission-child.ts gateway --sim URL --model M --scale S
+ *
+ * `sim`: one simulated replica (startSim), plus a small stats listener for the bench:
+ * GET /stats = { busyMs (sum of the engine's step durations, wall ms), running, waiting,
+ * lagP50Ms, lagP99Ms, lagCount (step lag since the last POST /reset) }.
+ *
+ * `gateway`: createGateway (admission, telemetry, scrapers: the product as shipped) with one
+ * pool on the simulator, SLOs, queue waits, aging and the estimator's priors multiplied by the
+ * time scale (the shipped defaults otherwise).
+ *
+ * Each prints one line `ADMISSION-CHILD {json}` with its URLs when it listens, and stops on
+ * SIGTERM.
+ */
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { parseArgs } from 'node:util'
+import { configSchema } from '../config/schema.js'
+import { createGateway } from '../gateway.js'
+import { createLogger } from '../logger.js'
+import { startSim } from '../sim/index.js'
+
+export const READY_PREFIX = 'ADMISSION-CHILD '
+
+/** The gateway's config for a simulator at `scale`: every time constant × scale. */
+export function gatewayConfig(simUrl: string, model: string, scale: number) {
+  const base = configSchema.parse({})
+  const cls = base.classes
+  const interactive = cls.interactive
+  const batch = cls.batch
+  if (interactive === undefined || batch === undefined) throw new Error('built-in classes missing')
+  const times = (v: number | undefined) => (v === undefined ? undefined : Math.round(v * scale))
+  return configSchema.parse({
+    server: { host: '127.0.0.1', admin_host: '127.0.0.1', port: 0, admin_port: 0 },
+    log: { level: 'warn' },
+    backends: {
+      pools: [
+        {
+          name: 'sim',
+          models: [model, '*'],
+          endpoints: [simUrl],
+          engine: 'vllm',
+          // a time-scaled engine step can hold its metrics still that much longer (as createGateway does)
+          stale_after_ms: 1000 * scale,
+        },
+      ],
+    },
+    classes: {
+      interactive: {
+        slo: { ttft_ms: times(interactive.slo.ttft_ms), tpot_ms: times(interactive.slo.tpot_ms) },
+        max_queue_wait_ms: times(interactive.max_queue_wait_ms),
+      },
+      batch: {
+        slo: { e2e_ms: times(batch.slo.e2e_ms) },
+        max_queue_wait_ms: times(batch.max_queue_wait_ms),
+      },
+    },
+    admission: {
+      aging_ms: times(base.admission.aging_ms),
+      estimator: {
+        step_ms: base.admission.estimator.step_ms * scale,
+        prefill_tokens_per_s: base.admission.estimator.prefill_tokens_per_s / scale,
+      },
+    },
+  })
+}
+
+async function runSim(profile: string, scale: number, seed: number): Promise<void> {
+  const sim = await startSim({ profile, replicas: 1, port: 0, timeScale: scale, seed })
+  const replica = sim.replicas[0]
+  if (replica === undefined) throw new Error('no replica')
+  const engine = replica.engine
+  let busyMs = 0
+  const begin = engine.beginStep.bind(engine)
+  // Busy time = the sum of the steps the engine ran (each step's wall duration, time-scaled).
+  engine.beginStep = (now: number) => {
+    const d = begin(now)
+    if (d !== null) busyMs += d
+    return d
+  }
+  const lag = engine.stats.recentStepLagMs
+  const stats = createServer((req, res) => {
+    if (req.method === 'POST' && req.url === '/reset') lag.clear()
+    const body = JSON.stringify({
+      busyMs,
+      running: engine.numRunning,
+      waiting: engine.numWaiting,
+      lagP50Ms: lag.quantile(0.5),
+      lagP99Ms: lag.quantile(0.99),
+      lagCount: lag.count,
+    })
+    res.writeHead(200, { 'content-type': 'application/json' }).end(body)
+  })
+  await new Promise<void>((resolve) => stats.listen(0, '127.0.0.1', resolve))
+  const statsUrl = `http://127.0.0.1:${(stats.address() as AddressInfo).port}`
+  process.stdout.write(
+    `${READY_PREFIX}${JSON.stringify({ url: replica.url, statsUrl, model: sim.modelName })}\n`,
+  )
+  const stop = () => {
+    stats.close()
+    void sim.close().then(() => process.exit(0))
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
+async function runGateway(simUrl: string, model: string, scale: number): Promise<void> {
+  const config = gatewayConfig(simUrl, model, scale)
+  const runtime = await createGateway(config, createLogger('warn'))
+  const { app, admin } = runtime.gateway
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  await admin.listen({ port: 0, host: '127.0.0.1' })
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const adminUrl = `http://127.0.0.1:${(admin.server.address() as AddressInfo).port}`
+  process.stdout.write(`${READY_PREFIX}${JSON.stringify({ url, adminUrl })}\n`)
+  const stop = () => {
+    void (async () => {
+      app.server.closeAllConnections()
+      await app.close()
+      await admin.close()
+      await runtime.close()
+      process.exit(0)
+    })()
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      profile: { type: 'string', default: 'llama-3.1-8b-h100' },
+      scale: { type: 'string', default: '1' },
+      seed: { type: 'string', default: '1' },
+      sim: { type: 'string' },
+      model: { type: 'string' },
+    },
+  })
+  const scale = Number(values.scale)
+  if (!(scale > 0)) throw new Error(`--scale: expected a positive number, got ${values.scale}`)
+  if (positionals[0] === 'sim') return runSim(values.profile, scale, Number(values.seed))
+  if (positionals[0] === 'gateway') {
+    if (values.sim === undefined || values.model === undefined) throw new Error('gateway: --sim and --model')
+    return runGateway(values.sim, values.model, scale)
+  }
+  throw new Error('usage: admission-child.ts sim|gateway [options]')
+}
+
+// run only as a script, not when imported (the bench imports gatewayConfig to describe it)
+if (process.argv[1]?.endsWith('admission-child.ts') || process.argv[1]?.endsWith('admission-child.js')) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`admission-child: ${(err as Error).stack ?? String(err)}\n`)
+    process.exit(1)
+  })
+}

@@ -1,0 +1,151 @@
+/**
+ * One streamed chat completion as the admission bench sends it, timed on the client: status,
+ * the gateway's headers, the arrival of every content token, and the usage chunk.
+ *
+ * TTFT counts from the moment the request is dispatched to the first SSE event that carries a
+ * choice (the simulator, like vLLM, sends the role and the first token together). The request
+ * never throws: a network error is status 0, a cut-off (the run's abort signal) sets `cut`.
+ */
+import type { Dispatcher } from 'undici'
+import { type Arrival, promptText } from './admission-workload.js'
+
+export interface Outcome {
+  readonly arrival: Arrival
+  /** When it was due and when it was sent, wall ms from the run's start. */
+  readonly dueMs: number
+  readonly sentMs: number
+  status: number
+  error?: string
+  headersMs?: number
+  /** Wall ms from the run's start of each content token's arrival. */
+  readonly tokenMs: number[]
+  usageTokens?: number
+  /** Ended by the run's cut-off before the stream finished. */
+  cut: boolean
+  /** The stream ended normally ([DONE] or the end of the body). */
+  done: boolean
+  predictedTtftMs?: number
+  queueMs?: number
+  degraded?: string
+  rejectReason?: string
+  retryAfterS?: number
+}
+
+export interface SendContext {
+  readonly client: Dispatcher
+  readonly model: string
+  /** Unique per run, so no prompt shares a prefix with another run's. */
+  readonly tag: string
+  readonly t0: number
+  readonly signal: AbortSignal
+}
+
+function header(h: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const v = h[name]
+  return Array.isArray(v) ? v[0] : v
+}
+
+function num(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined
+  const n = Number(v)
+  return Number.isFinite(n) ? n : undefined
+}
+
+export function requestBody(a: Arrival, model: string, tag: string): string {
+  return JSON.stringify({
+    model,
+    stream: true,
+    stream_options: { include_usage: true },
+    max_tokens: a.outputTokens,
+    ignore_eos: true,
+    messages: [{ role: 'user', content: promptText(`${tag}-${a.cls}-${a.seq}`, a.promptTokens) }],
+  })
+}
+
+const USAGE = /"completion_tokens":(\d+)/
+
+export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Promise<Outcome> {
+  const body = requestBody(a, ctx.model, ctx.tag)
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (a.cls === 'batch') headers['x-priority'] = 'batch'
+  const sentMs = performance.now() - ctx.t0
+  const o: Outcome = { arrival: a, dueMs, sentMs, status: 0, tokenMs: [], cut: false, done: false }
+  try {
+    const res = await ctx.client.request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers,
+      body,
+      signal: ctx.signal,
+    })
+    o.status = res.statusCode
+    o.headersMs = performance.now() - ctx.t0
+    const h = res.headers
+    const pred = num(header(h, 'x-gateway-predicted-ttft-ms'))
+    if (pred !== undefined) o.predictedTtftMs = pred
+    const q = num(header(h, 'x-gateway-queue-ms'))
+    if (q !== undefined) o.queueMs = q
+    const deg = header(h, 'x-gateway-degraded')
+    if (deg !== undefined) o.degraded = deg
+    const reason = header(h, 'x-gateway-reject-reason')
+    if (reason !== undefined) o.rejectReason = reason
+    const ra = num(header(h, 'retry-after'))
+    if (ra !== undefined) o.retryAfterS = ra
+    if (res.statusCode !== 200) {
+      await res.body.dump()
+      o.done = true
+      return o
+    }
+    res.body.setEncoding('utf8')
+    let carry = ''
+    for await (const piece of res.body as AsyncIterable<string>) {
+      const now = performance.now() - ctx.t0
+      carry += piece
+      let end = carry.indexOf('\n\n')
+      while (end >= 0) {
+        const event = carry.slice(0, end)
+        carry = carry.slice(end + 2)
+        end = carry.indexOf('\n\n')
+        if (!event.startsWith('data:')) continue
+        if (event.includes('"choices":[{')) o.tokenMs.push(now)
+        else if (event.includes('"usage"')) {
+          const m = USAGE.exec(event)
+          if (m?.[1] !== undefined) o.usageTokens = Number(m[1])
+        }
+      }
+    }
+    o.done = true
+  } catch (err) {
+    if (ctx.signal.aborted) o.cut = true
+    else o.error = (err as Error).name
+  }
+  return o
+}
+
+/** One request, flat, wall ms (for --raw). */
+export function outcomeLine(path: string, segment: string, o: Outcome) {
+  const first = o.tokenMs[0]
+  const last = o.tokenMs[o.tokenMs.length - 1]
+  return {
+    path,
+    segment,
+    cls: o.arrival.cls,
+    seq: o.arrival.seq,
+    promptTokens: o.arrival.promptTokens,
+    outputTokens: o.arrival.outputTokens,
+    sentMs: Math.round(o.sentMs),
+    status: o.status,
+    error: o.error,
+    reason: o.rejectReason,
+    predictedTtftMs: o.predictedTtftMs,
+    queueMs: o.queueMs,
+    ttftMs: first === undefined ? undefined : Math.round(first - o.sentMs),
+    tokens: o.tokenMs.length,
+    tpotMs:
+      first !== undefined && last !== undefined && o.tokenMs.length > 1
+        ? (last - first) / (o.tokenMs.length - 1)
+        : undefined,
+    degraded: o.degraded,
+    cut: o.cut,
+  }
+}

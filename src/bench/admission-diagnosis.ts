@@ -1,0 +1,176 @@
+/**
+ * The admission report's second half: the direct reference on virtual time, the gateway's
+ * estimator and queues during its run, and the facts that explain the misses.
+ */
+import type { VirtualLevel } from './admission-capacity.js'
+import { type CapacityFacts, type LevelResult, ms, pct, reasons } from './admission-report.js'
+import { fmt, type Report } from './report.js'
+
+export interface ReferenceLevel {
+  readonly level: number
+  readonly alone: VirtualLevel
+  readonly flood: VirtualLevel
+}
+
+/** The direct path on the simulator's engine, virtual time: interactive alone, and with the flood. */
+export function referenceSection(report: Report, ref: readonly ReferenceLevel[], cap: CapacityFacts): void {
+  report.heading("Reference: the simulator directly, on its engine's virtual time")
+  report.paragraph(
+    'The same segments (same arrivals, same measured window, judged at the same horizon, censored TTFTs ' +
+      'included) served by `SimEngine` without HTTP, timers or CPU noise. "Interactive alone" drops the batch flood: ' +
+      `the classic overload curve of a FCFS server (capacity ${fmt(cap.interactiveRps, 2)} req/s). "With the flood" ` +
+      'is what the direct HTTP runs measure, as a check on them.',
+  )
+  report.table(
+    [
+      'load',
+      'alone: attainment',
+      'alone: goodput req/s',
+      'alone: TTFT p99 ms',
+      'alone: TPOT p50 ms',
+      'flood: attainment',
+      'flood: goodput req/s',
+      'flood: TTFT p99 ms',
+      'flood: TPOT p50 ms',
+    ],
+    ref.map((r) => [
+      `${r.level}×`,
+      pct(r.alone.attainment),
+      fmt(r.alone.goodputRps),
+      fmt(r.alone.ttftP99Ms, 0),
+      fmt(r.alone.tpotP50Ms, 1),
+      pct(r.flood.attainment),
+      fmt(r.flood.goodputRps),
+      fmt(r.flood.ttftP99Ms, 0),
+      fmt(r.flood.tpotP50Ms, 1),
+    ]),
+  )
+}
+
+/** How the gateway's estimator and queues moved during the gateway run, window by window. */
+export function estimatorSection(report: Report, levels: readonly LevelResult[], scale: number): void {
+  const rows: (string | number)[][] = []
+  for (const l of levels) {
+    const r = l.runs.gateway
+    if (r === undefined) continue
+    for (const [when, snap] of [
+      ['start', r.snapshots.start],
+      ['end', r.snapshots.end],
+    ] as const) {
+      const e = snap.estimator
+      const q = snap.queues
+      rows.push([
+        `${l.level}× ${when}`,
+        e === undefined ? '' : fmt(e.alphaMs / scale, 0),
+        e === undefined ? '' : fmt((e.betaMsPerToken / scale) * 1000, 1),
+        e === undefined ? '' : fmt(e.gammaMsPerRunningSeq / scale, 2),
+        e === undefined ? '' : e.samples,
+        e === undefined ? '' : pct(e.meanAbsRelativeError),
+        q?.interactive === undefined ? '' : `${q.interactive.queued}/${q.interactive.inflight}`,
+        q?.batch === undefined ? '' : `${q.batch.queued}/${q.batch.inflight}`,
+      ])
+    }
+  }
+  if (rows.length === 0) return
+  report.heading("The gateway's estimator and queues during the run")
+  report.paragraph(
+    'From /admin/state at the start and end of each measured window, converted to model time: ' +
+      'TTFT ≈ α + β · prefill tokens ahead / endpoints + γ · running sequences per endpoint. One estimator per ' +
+      'pool, fitted (recursive least squares) to the observed TTFT of every finished streamed request of ' +
+      'every class. A physically sensible fit for this profile is α ≈ 10–50 ms, β ≈ 25–50 µs per token, ' +
+      'γ ≈ 0.1–0.5 ms per running sequence.',
+  )
+  report.table(
+    [
+      'window',
+      'α ms',
+      'β µs/token',
+      'γ ms/seq',
+      'samples',
+      "gateway's own mean |error|",
+      'interactive queued/in flight',
+      'batch queued/in flight',
+    ],
+    rows,
+  )
+}
+
+/** Facts that explain the misses, derived from the measurements (no guesses). */
+export function diagnosisSection(
+  report: Report,
+  levels: readonly LevelResult[],
+  slo: { ttftMs: number; tpotMs: number },
+  scale: number,
+): void {
+  const lines: string[] = []
+  for (const l of levels) {
+    const r = l.runs.gateway
+    if (r === undefined) continue
+    const i = r.perClass.interactive
+    const b = r.perClass.batch
+    const e = r.snapshots.start.estimator
+    const q = r.snapshots.end.queues
+    const name = `${l.level}×`
+    if (i.offered > 0 && i.admitted === 0) {
+      lines.push(
+        `- **${name}: interactive locked out.** All ${i.offered} interactive requests were refused ` +
+          `(${reasons(i)}) while batch streamed ${fmt(b.throughputTokS, 0)} tok/s` +
+          (e === undefined
+            ? '.'
+            : `; at the window's start the estimator read α = ${fmt(e.alphaMs / scale, 0)} ms, ` +
+              `γ = ${fmt(e.gammaMsPerRunningSeq / scale, 2)} ms per running sequence (model time) after ${e.samples} ` +
+              'samples, so every interactive prediction with a full server exceeded the budget; refused requests teach ' +
+              'the estimator nothing, so it cannot recover while batch keeps the server full.'),
+      )
+      continue
+    }
+    if (i.admitted > 0 && i.ttftGood / i.admitted >= 0.9 && i.attainmentAdmitted < 0.9) {
+      lines.push(
+        `- **${name}: TTFT held, TPOT not.** ${pct(i.ttftGood / i.admitted)} of admitted interactive met the TTFT SLO, ` +
+          `${pct(i.attainmentAdmitted)} met TTFT and TPOT: TPOT p50 ${fmt(i.tpot.p50, 0)} ms against ${slo.tpotMs} ms ` +
+          `(engine steps made long by prefill chunks in the same step and by the running batch: ` +
+          `interactive/batch in flight at the window's end ${q?.interactive?.inflight ?? '?'}/${q?.batch?.inflight ?? '?'}). ` +
+          'Admission predicts TTFT only.',
+      )
+    }
+    if (i.admitted > 0 && i.ttft.p99 > slo.ttftMs) {
+      lines.push(
+        `- **${name}: admitted interactive above the TTFT SLO at p99** (${ms(i.ttft, 'p99')} ms; ` +
+          `${i.admitted - i.ttftGood} of ${i.admitted} missed it); estimator median signed error ` +
+          `${pct(i.estimator.medianSigned)} (negative: it predicted too low).`,
+      )
+    }
+    const zeros = i.estimator.signed.filter((v) => v === -1).length
+    if (zeros > 0)
+      lines.push(
+        `- **${name}: ${zeros} of ${i.estimator.count} interactive predictions were 0 ms** (the fit went negative and was clamped).`,
+      )
+  }
+  if (lines.length === 0) return
+  report.heading('Diagnosis (facts behind the misses)')
+  report.paragraph(lines.join('\n'))
+}
+
+/** The estimator's calibration from /admin/state before and after the gateway run, as JSON. */
+export function calibrationSection(report: Report, before: unknown, after: unknown): void {
+  const of = (state: unknown) => {
+    const s = state as
+      | { admission?: { pools?: { estimator?: unknown }[]; charsPerToken?: unknown } }
+      | undefined
+    return { estimator: s?.admission?.pools?.[0]?.estimator, charsPerToken: s?.admission?.charsPerToken }
+  }
+  report.heading('Estimator calibration (gateway /admin/state)')
+  report.paragraph(
+    [
+      'Before the gateway run (priors):',
+      '```json',
+      JSON.stringify(of(before)),
+      '```',
+      'At the end:',
+      '```json',
+      JSON.stringify(of(after)),
+      '```',
+      'α and γ are in wall ms (× time scale), β in wall ms per prompt token.',
+    ].join('\n'),
+  )
+}

@@ -1,0 +1,268 @@
+/**
+ * One run of the admission bench: a sequence of segments (load levels) played open-loop against
+ * one target, at wall time = model time × scale, then cut off.
+ *
+ * A segment (model time): [0, settle) the load settles, not judged; [settle, settle + measure)
+ * the measured window: requests that arrive in it are judged, tokens that reach the client in it
+ * count as throughput; [.., + tail) the load goes on so the measured requests are judged under the
+ * same load (on what they streamed until the tail's end). The next segment follows without a
+ * pause. At the end of the last segment every request still open is aborted (the client goes
+ * away, so the server frees its KV cache), and the caller waits until everything is idle.
+ */
+import { setMaxListeners } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Pool, request } from 'undici'
+import { type Outcome, sendOne } from './admission-client.js'
+import type { Arrival } from './admission-workload.js'
+
+export interface Segment {
+  readonly name: string
+  /** Judged (false: a warm-up). */
+  readonly measured: boolean
+  readonly settleMs: number
+  readonly measureMs: number
+  readonly tailMs: number
+  /** Arrival times relative to the segment's start, within its duration. */
+  readonly arrivals: readonly Arrival[]
+}
+
+/** A segment placed on the run's timeline (model ms from the run's start). */
+export interface Window {
+  readonly fromMs: number
+  readonly toMs: number
+  /** Streams are judged on what reached the client until here. */
+  readonly judgeUntilMs: number
+}
+
+export const segmentMs = (s: Segment) => s.settleMs + s.measureMs + s.tailMs
+
+export interface SimStats {
+  readonly busyMs: number
+  readonly running: number
+  readonly waiting: number
+  readonly lagP50Ms: number
+  readonly lagP99Ms: number
+  readonly lagCount: number
+}
+
+export interface Probes {
+  /** The simulator's stats listener. */
+  readonly simStatsUrl: string
+  /** The gateway's admin listener, when the run goes through it. */
+  readonly adminUrl?: string
+}
+
+/** Counters read at the start and end of a measured window. */
+export interface Snapshot {
+  readonly atMs: number
+  readonly sim: SimStats
+  /** slo_gateway_backend_busy_seconds_total summed over backends (gateway runs). */
+  readonly gatewayBusyS?: number
+  /** The pool's estimator and queues (gateway runs). */
+  readonly estimator?: EstimatorState
+  readonly queues?: Record<string, { queued: number; inflight: number }>
+}
+
+export interface SegmentResult {
+  readonly segment: Segment
+  readonly window: Window
+  /** Requests of this segment. */
+  readonly outcomes: readonly Outcome[]
+  readonly start: Snapshot
+  readonly end: Snapshot
+  /** Step lag of the simulator over the segment (wall ms). */
+  readonly lagP99Ms: number
+  /** How late this segment's requests were sent against their schedule (wall ms), p99. */
+  readonly sendLagP99Ms: number
+}
+
+export interface RunResult {
+  readonly segments: readonly SegmentResult[]
+  /** Every request of the run (tokens of any segment count as throughput in any window). */
+  readonly outcomes: readonly Outcome[]
+  readonly wallMs: number
+}
+
+async function getJson(url: string): Promise<unknown> {
+  const res = await request(url, { headersTimeout: 10_000, bodyTimeout: 10_000 })
+  return res.body.json()
+}
+
+export async function simStats(url: string): Promise<SimStats> {
+  return (await getJson(`${url}/stats`)) as SimStats
+}
+
+async function gatewayBusy(adminUrl: string): Promise<number> {
+  const res = await request(`${adminUrl}/metrics`)
+  const text = await res.body.text()
+  let sum = 0
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('slo_gateway_backend_busy_seconds_total')) continue
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return sum
+}
+
+async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
+  const [sim, gatewayBusyS, state] = await Promise.all([
+    simStats(p.simStatsUrl),
+    p.adminUrl === undefined ? Promise.resolve(undefined) : gatewayBusy(p.adminUrl),
+    p.adminUrl === undefined ? Promise.resolve(undefined) : gatewayState(p.adminUrl),
+  ])
+  const pool = state?.admission?.pools?.[0]
+  return {
+    atMs: performance.now() - t0,
+    sim,
+    ...(gatewayBusyS !== undefined ? { gatewayBusyS } : {}),
+    ...(pool?.estimator !== undefined ? { estimator: pool.estimator as EstimatorState } : {}),
+    ...(pool?.classes !== undefined ? { queues: pool.classes } : {}),
+  }
+}
+
+/** The calibration /admin/state shows (wall ms). */
+export interface EstimatorState {
+  readonly alphaMs: number
+  readonly betaMsPerToken: number
+  readonly gammaMsPerRunningSeq: number
+  readonly completionGapMs: number
+  readonly samples: number
+  readonly meanAbsRelativeError: number
+}
+
+interface AdmissionState {
+  admission?: {
+    pools?: { classes?: Record<string, { queued: number; inflight: number }>; estimator?: unknown }[]
+  }
+}
+
+export async function gatewayState(adminUrl: string): Promise<AdmissionState> {
+  return (await getJson(`${adminUrl}/admin/state`)) as AdmissionState
+}
+
+/** Waits until the simulator runs nothing and the gateway holds nothing (or timeoutMs). */
+export async function waitIdle(p: Probes, timeoutMs: number): Promise<boolean> {
+  const until = performance.now() + timeoutMs
+  while (performance.now() < until) {
+    const s = await simStats(p.simStatsUrl)
+    let held = 0
+    if (p.adminUrl !== undefined) {
+      const st = await gatewayState(p.adminUrl)
+      for (const pool of st.admission?.pools ?? [])
+        for (const c of Object.values(pool.classes ?? {})) held += c.queued + c.inflight
+    }
+    if (s.running === 0 && s.waiting === 0 && held === 0) return true
+    await sleep(100)
+  }
+  return false
+}
+
+export interface RunOptions {
+  readonly url: string
+  readonly model: string
+  /** Prefix of every prompt's tag (unique per run). */
+  readonly tag: string
+  readonly scale: number
+  readonly segments: readonly Segment[]
+  readonly probes: Probes
+  readonly log: (s: string) => void
+  readonly label: string
+}
+
+function p99(values: number[]): number {
+  values.sort((a, b) => a - b)
+  return values[Math.floor(0.99 * (values.length - 1))] ?? 0
+}
+
+export async function runSegments(o: RunOptions): Promise<RunResult> {
+  // No headers/body timeouts: a request may wait in the gateway's queue (no headers yet) or at the
+  // server (no token yet) until the cut-off, which ends it.
+  const client = new Pool(o.url, { connections: 8192, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 })
+  const ac = new AbortController()
+  setMaxListeners(Number.POSITIVE_INFINITY, ac.signal)
+  const s = o.scale
+  const perSegment: Outcome[][] = o.segments.map(() => [])
+  const all: Outcome[] = []
+  const pending: Promise<void>[] = []
+  const t0 = performance.now()
+  const ctx = { client, model: o.model, t0, signal: ac.signal }
+  // timeline, and the window snapshots, read on time whatever the sending loop is doing
+  let at = 0
+  const placed = o.segments.map((seg) => {
+    const start = at
+    at += segmentMs(seg)
+    const window: Window = {
+      fromMs: start + seg.settleMs,
+      toMs: start + seg.settleMs + seg.measureMs,
+      judgeUntilMs: start + segmentMs(seg),
+    }
+    const snap = (ms: number) => {
+      const p = sleep(ms * s).then(() => snapshot(o.probes, t0))
+      p.catch(() => {}) // awaited below; no unhandled rejection meanwhile
+      return p
+    }
+    const lagReset = sleep(start * s).then(() =>
+      request(`${o.probes.simStatsUrl}/reset`, { method: 'POST' }).then((r) => r.body.dump()),
+    )
+    lagReset.catch(() => {})
+    const lagRead = sleep(window.judgeUntilMs * s - 5).then(() => simStats(o.probes.simStatsUrl))
+    lagRead.catch(() => {})
+    return {
+      seg,
+      start,
+      window,
+      first: snap(window.fromMs),
+      last: snap(window.toMs),
+      lagRead,
+      sendLag: [] as number[],
+    }
+  })
+  const endMs = at
+  let lastLog = 0
+  let ended = 0
+  for (const [i, p] of placed.entries()) {
+    const { seg, start } = p
+    const tag = `${o.tag}-${i}`
+    for (const rel of seg.arrivals) {
+      const a: Arrival = { ...rel, atMs: rel.atMs + start }
+      const due = a.atMs * s
+      const wait = due - (performance.now() - t0)
+      if (wait > 1) await sleep(wait)
+      const now = performance.now() - t0
+      p.sendLag.push(Math.max(0, now - due))
+      const out = perSegment[i] as Outcome[]
+      pending.push(
+        sendOne({ ...ctx, tag }, a, due).then((r) => {
+          out.push(r)
+          all.push(r)
+          ended++
+        }),
+      )
+      if (now - lastLog > 15_000) {
+        lastLog = now
+        o.log(
+          `${o.label} ${seg.name}: ${(now / 1000).toFixed(0)} s of ${((endMs * s) / 1000).toFixed(0)}, ` +
+            `sent ${pending.length}, open ${pending.length - ended}`,
+        )
+      }
+    }
+  }
+  const rest = endMs * s - (performance.now() - t0)
+  if (rest > 0) await sleep(rest)
+  ac.abort()
+  await Promise.all(pending)
+  const wallMs = performance.now() - t0
+  await client.destroy().catch(() => {})
+  const segments: SegmentResult[] = []
+  for (const [i, p] of placed.entries()) {
+    segments.push({
+      segment: p.seg,
+      window: p.window,
+      outcomes: perSegment[i] as Outcome[],
+      start: await p.first,
+      end: await p.last,
+      lagP99Ms: (await p.lagRead).lagP99Ms,
+      sendLagP99Ms: p99(p.sendLag),
+    })
+  }
+  return { segments, outcomes: all, wallMs }
+}

@@ -1,0 +1,136 @@
+/**
+ * The admission bench's workload: seeded, deterministic, in model time (before time scaling).
+ *
+ * Two streams of requests, each from its own seeded sub-stream:
+ * - interactive chat: Poisson arrivals at `level × capacity` requests/s;
+ * - a batch flood: Poisson arrivals at a fixed rate (the same at every level).
+ *
+ * Prompt and output lengths are drawn from a mix of lognormal components (pick a component by
+ * weight, then `round(median · e^(σ·Z))`, clamped to [min, max]). A stream is one fixed sequence
+ * of requests whose gaps are drawn for rate 1 and divided by the rate: at every level request k
+ * of a class has the same lengths, only the spacing changes (a higher level offers more of the
+ * same sequence in the same time). So the levels differ in load and in nothing else.
+ */
+import { deriveSeed, Rng } from '../sim/rng.js'
+
+export interface LognormalComponent {
+  readonly weight: number
+  /** e^μ: half the draws are below it (before clamping). */
+  readonly median: number
+  /** σ of the underlying normal. */
+  readonly sigma: number
+  readonly min: number
+  readonly max: number
+}
+
+export type LengthMix = readonly LognormalComponent[]
+
+export interface ClassShape {
+  readonly prompt: LengthMix
+  readonly output: LengthMix
+}
+
+export type BenchClass = 'interactive' | 'batch'
+
+export interface Arrival {
+  /** Position in its class's sequence (the same request at every level). */
+  readonly seq: number
+  readonly cls: BenchClass
+  /** Model-time ms from the start of the run. */
+  readonly atMs: number
+  readonly promptTokens: number
+  readonly outputTokens: number
+}
+
+export interface WorkloadSpec {
+  readonly seed: number
+  readonly interactive: ClassShape
+  readonly batch: ClassShape
+}
+
+/** μ and σ of the underlying normal of a component, and its (unclamped) mean e^(μ+σ²/2). */
+export function lognormalParams(c: LognormalComponent): { mu: number; sigma: number; mean: number } {
+  const mu = Math.log(c.median)
+  return { mu, sigma: c.sigma, mean: Math.exp(mu + (c.sigma * c.sigma) / 2) }
+}
+
+/** One length from the mix. */
+export function drawLength(mix: LengthMix, rng: Rng): number {
+  const total = mix.reduce((a, c) => a + c.weight, 0)
+  let u = rng.next() * total
+  let comp = mix[mix.length - 1] as LognormalComponent
+  for (const c of mix) {
+    if (u < c.weight) {
+      comp = c
+      break
+    }
+    u -= c.weight
+  }
+  const v = Math.round(comp.median * Math.exp(comp.sigma * rng.normal()))
+  return Math.min(comp.max, Math.max(comp.min, v))
+}
+
+const STREAM = { interactive: 1, batch: 2 } as const
+
+/** The first `count` requests of a class's sequence, with gaps for rate 1 request/s (ms). */
+export function classSequence(spec: WorkloadSpec, cls: BenchClass, count: number): Arrival[] {
+  const rng = new Rng(deriveSeed(spec.seed, STREAM[cls]))
+  const shape = spec[cls]
+  const out: Arrival[] = []
+  let t = 0
+  for (let seq = 0; seq < count; seq++) {
+    t += rng.exponential(1000)
+    const promptTokens = drawLength(shape.prompt, rng)
+    const outputTokens = drawLength(shape.output, rng)
+    out.push({ seq, cls, atMs: t, promptTokens, outputTokens })
+  }
+  return out
+}
+
+/** A class's arrivals at `ratePerS` within [0, durationMs) of model time. */
+export function classArrivals(
+  spec: WorkloadSpec,
+  cls: BenchClass,
+  ratePerS: number,
+  durationMs: number,
+): Arrival[] {
+  if (!(ratePerS > 0)) return []
+  // enough draws for the window with a wide margin: Poisson(λT) exceeds λT + 10·sqrt(λT) + 20 never in practice
+  const expected = (ratePerS * durationMs) / 1000
+  const seq = classSequence(spec, cls, Math.ceil(expected + 10 * Math.sqrt(expected) + 20))
+  return seq.map((a) => ({ ...a, atMs: a.atMs / ratePerS })).filter((a) => a.atMs < durationMs)
+}
+
+/** Both classes merged in arrival order. */
+export function mergedArrivals(
+  spec: WorkloadSpec,
+  rates: { interactive: number; batch: number },
+  durationMs: number,
+): Arrival[] {
+  return [
+    ...classArrivals(spec, 'interactive', rates.interactive, durationMs),
+    ...classArrivals(spec, 'batch', rates.batch, durationMs),
+  ].sort((a, b) => a.atMs - b.atMs)
+}
+
+/** Mean of a mix (exact for the clamped lognormal is not needed; a sample mean is). */
+export function sampleMean(mix: LengthMix, seed: number, n = 20_000): number {
+  const rng = new Rng(seed)
+  let sum = 0
+  for (let i = 0; i < n; i++) sum += drawLength(mix, rng)
+  return sum / n
+}
+
+const FILLER = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor '.repeat(2048)
+
+/**
+ * A chat message whose prompt is exactly `tokens` tokens by the simulator's rule
+ * (`ceil(chars/4) + 4` for one message), starting with a tag unique to the run and request so
+ * the prefix cache cannot skip its prefill. Needs tokens ≥ 5 + ceil(tag/4); shorter is padded up.
+ */
+export function promptText(tag: string, tokens: number): string {
+  const chars = Math.max(tag.length + 1, 4 * (tokens - 4))
+  let body = `${tag} `
+  while (body.length < chars) body += FILLER.slice(0, chars - body.length)
+  return body
+}
