@@ -1,5 +1,5 @@
 /**
- * Recursive least squares with exponential forgetting: fits y ≈ w·x online, one
+ * Recursive least squares with exponential forgetting, weights kept non-negative: fits y ≈ w·x online, one
  * observation at a time, in O(k²) for k features (k = 3 here), no history kept.
  * Forgetting (lambda < 1) lets the fit follow a server whose speed changes.
  */
@@ -35,7 +35,11 @@ export class Rls {
     let denom = this.lambda
     for (let i = 0; i < k; i++) denom += (x[i] as number) * (px[i] as number)
     const err = y - this.predict(x)
-    for (let i = 0; i < k; i++) this.w[i] = (this.w[i] as number) + ((px[i] as number) / denom) * err
+    for (let i = 0; i < k; i++) {
+      // Projected onto w >= 0: every term of the TTFT model is a cost, and a negative weight
+      // (nearly collinear features fitted by least squares) predicts nonsense elsewhere.
+      this.w[i] = Math.max(0, (this.w[i] as number) + ((px[i] as number) / denom) * err)
+    }
     for (let i = 0; i < k; i++) {
       const row = this.p[i] as number[]
       for (let j = 0; j < k; j++) {

@@ -1,6 +1,8 @@
 /**
- * Backfill guard: a class may dispatch only while every class above it that sets a TPOT
- * objective is decoding within it (its recent TPOT under SLO x (1 - margin)).
+ * Decode guard: a class may dispatch only while it and every class above it that sets a
+ * TPOT objective is decoding within it (its recent TPOT under SLO x (1 - margin)). A class
+ * over its own objective stops adding sequences to the running batch until the batch
+ * drains; its queue then grows, and new arrivals are refused on their predicted TTFT.
  *
  * Every sequence in the running batch makes each engine step longer, and every prompt
  * dispatched adds prefill to the steps; so batch traffic that fills "the capacity
@@ -24,7 +26,7 @@ export class TpotGuard {
   private readonly margin: number
   private readonly staleMs: number
   private readonly recent = new Map<string, { tpotMs: number; at: number }>()
-  /** For each class: the classes above it (lower priority number) with a TPOT objective. */
+  /** For each class: itself and the classes above it with a TPOT objective. */
   private readonly above = new Map<string, GuardedClass[]>()
 
   constructor(classes: readonly GuardedClass[], margin: number, staleMs: number, clock: Clock) {
@@ -34,7 +36,7 @@ export class TpotGuard {
     for (const c of classes) {
       this.above.set(
         c.name,
-        classes.filter((o) => o.priority < c.priority && o.tpotMs !== undefined),
+        classes.filter((o) => o.priority <= c.priority && o.tpotMs !== undefined),
       )
     }
   }
@@ -50,7 +52,7 @@ export class TpotGuard {
     })
   }
 
-  /** True when no class above `className` is at risk of missing its TPOT objective. */
+  /** True when neither `className` nor a class above it is at risk of missing its TPOT objective. */
   allows(className: string): boolean {
     const above = this.above.get(className)
     if (above === undefined || above.length === 0) return true

@@ -70,7 +70,7 @@ export class TtftEstimator {
     const blockedMs = blocked ? this.completionGapMs : 0
     const base = Math.max(0, this.rls.predict(features))
     const [alpha = 0, beta = 0] = this.rls.w
-    const serverMs = Math.max(0, alpha + (beta * ownTokens) / n)
+    const serverMs = Math.min(base, Math.max(0, alpha + (beta * ownTokens) / n))
     return { features, blockedMs, serverMs, totalMs: base + blockedMs }
   }
 
