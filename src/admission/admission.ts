@@ -112,7 +112,7 @@ export class Admission {
     if (req.expectedOutput !== (t.maxTokens ?? this.config.admission.default_max_tokens)) {
       t.maxTokens = req.expectedOutput
     }
-    if (cls.reject_on_ttft && p.totalMs > budget) {
+    if (cls.reject_on_ttft && p.totalMs > budget && !pa.probeDue(className)) {
       const retryAfterMs = Math.max(p.totalMs - budget, pa.drainMs(className, 0))
       // When no endpoint has KV room for it, say so: the wait is for the cache, not the queue.
       const error = kvBlocked

@@ -52,6 +52,8 @@ export class PoolAdmission {
   /** Classes whose TTFT the estimator learns from: those admitted on its prediction. */
   private readonly learnFrom = new Set<string>()
   private readonly prefillBudget = new Map<string, number>()
+  private readonly lastAdmitted = new Map<string, number>()
+  private readonly probeIntervalMs: number
   private readonly agingMs: number
   private readonly clock: Clock
   private meanPrompt = 512
@@ -78,6 +80,9 @@ export class PoolAdmission {
     this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
     this.queues = new ClassQueues<Waiting>({ classes: defs, clock, agingMs: cfg.aging_ms })
     this.agingMs = cfg.aging_ms
+    this.probeIntervalMs = cfg.probe_interval_ms
+    // the priors are trusted for one probe interval from the start
+    for (const name of Object.keys(classes)) this.lastAdmitted.set(name, clock.now())
     this.guard = new TpotGuard(
       Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
       cfg.margin,
@@ -156,7 +161,18 @@ export class PoolAdmission {
    * Places an admitted request: dispatched at once when nothing of its class or above
    * waits and an endpoint has headroom, else queued until `deadline`.
    */
+  /**
+   * True when this class has had nothing admitted for probe_interval_ms: the next request
+   * goes in against a refusing prediction, so the estimator keeps learning from outcomes
+   * (refusals teach it nothing, and a wrong fit would otherwise refuse forever).
+   */
+  probeDue(className: string): boolean {
+    const last = this.lastAdmitted.get(className)
+    return last !== undefined && this.clock.now() - last >= this.probeIntervalMs
+  }
+
   place(w: Waiting, tenant: string, weight: number, deadline: number): 'ok' | 'queue_full' {
+    this.lastAdmitted.set(w.className, this.clock.now())
     if (
       this.queues.costAhead(w.className) === 0 &&
       this.queues.sizeOf(w.className) === 0 &&

@@ -13,7 +13,10 @@
  *      batch limit S (`capacity.max_num_seqs`; unlimited when unknown):
  *      moved = min(new, max(0, S - R1));  R' = R1 + moved;  W' = W1 + new - moved
  *   else (requests were already queueing): R' = R1;  W' = W1 + new
- *   U' = clamp01(U + (newTokens - doneTokens) / C)   when U and C are known,
+ *   U' = clamp01(max(U + (newTokens - doneTokens) / C, inflightTokens / C))
+ *                                                     when U and C are known (the engine
+ *                                                     counts computed tokens; in-flight
+ *                                                     requests will grow to what they reserve),
  *   U' = U                                            when only U is known,
  *   U' = clamp01(inflightTokens / C)                  when the engine gives no usage
  *                                                     (TGI, llama.cpp): the ledger stands in,
@@ -57,7 +60,12 @@ export function correctLoad(input: CorrectionInput): EffectiveLoad {
   const cap = load?.kvCapacityTokens ?? capacity.kvTokens
   let kvUsage: number | undefined
   if (load?.kvUsage !== undefined) {
-    kvUsage = cap !== undefined && cap > 0 ? clamp01(load.kvUsage + (newToks - doneToks) / cap) : load.kvUsage
+    // The engine counts blocks as tokens are computed; the gateway's requests will grow to
+    // their prompt + expected output, so what they reserve (the ledger) is a floor.
+    kvUsage =
+      cap !== undefined && cap > 0
+        ? clamp01(Math.max(load.kvUsage + (newToks - doneToks) / cap, ledger.tokens / cap))
+        : load.kvUsage
   } else if (cap !== undefined && cap > 0) {
     kvUsage = clamp01(ledger.tokens / cap)
   }

@@ -225,6 +225,11 @@ const admissionSchema = z.strictObject({
    * objective decoded within SLO x (1 - margin) recently; samples older than this no longer count.
    */
   tpot_guard_window_ms: positiveInt.default(10_000),
+  /**
+   * A class with nothing admitted for this long gets its next request admitted against a
+   * refusing prediction (a probe), so the estimator keeps learning from outcomes.
+   */
+  probe_interval_ms: positiveInt.default(2_000),
   /** Output tokens reserved for a request that sets no max_tokens. */
   default_max_tokens: positiveInt.default(1024),
   /** Priors of the TTFT estimator, refined online from every finished request. */
