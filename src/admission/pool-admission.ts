@@ -13,6 +13,7 @@ import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
 import { type GateLimits, hasHeadroom, kvFits, serverView } from './gate.js'
+import { PrefillLedger } from './prefill-ledger.js'
 import { TpotGuard } from './tpot-guard.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
@@ -41,12 +42,7 @@ export class PoolAdmission {
   private readonly classNames: readonly string[]
   /** Requests dispatched and not yet ended, per class. */
   private readonly inflight = new Map<string, number>()
-  /**
-   * Prompt tokens sent to each endpoint whose prefill is not known done (no first token
-   * yet): the gateway's own, exact view of the prefill work queued at the servers.
-   */
-  private readonly prefilling = new Map<string, number>()
-  private prefillingTotal = 0
+  private readonly prefilling = new PrefillLedger()
   private readonly maxPrefillTokens: number
   private readonly guard: TpotGuard
   /** Classes whose TTFT the estimator learns from: those admitted on its prediction. */
@@ -118,7 +114,7 @@ export class PoolAdmission {
     const limits = this.limits.get(className) as GateLimits
     const budget = this.prefillBudget.get(className) ?? this.maxPrefillTokens
     return (v) => {
-      const pending = this.prefilling.get(v.name) ?? 0
+      const pending = this.prefilling.at(v.name)
       if (pending > 0 && pending + promptTokens > budget) return false
       return hasHeadroom(v, limits, kvTokens)
     }
@@ -126,7 +122,7 @@ export class PoolAdmission {
 
   private serverView(views: readonly EndpointView[]) {
     const scraped = serverView(views, this.meanPrompt)
-    return { ...scraped, waitingTokens: Math.max(scraped.waitingTokens, this.prefillingTotal) }
+    return { ...scraped, waitingTokens: Math.max(scraped.waitingTokens, this.prefilling.total) }
   }
 
   /** Predicted TTFT for a new request of this class, were it queued now. */
@@ -206,13 +202,10 @@ export class PoolAdmission {
   private start(w: Waiting, lease: Lease, queuedMs: number): void {
     const release = lease.release.bind(lease)
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
-    const ep = lease.endpoint.name
-    this.prefilling.set(ep, (this.prefilling.get(ep) ?? 0) + w.promptTokens)
-    this.prefillingTotal += w.promptTokens
+    const prefilled = this.prefilling.add(lease.endpoint.name, w.promptTokens)
     w.ticket.onPrefilled = () => {
       w.ticket.onPrefilled = undefined
-      this.prefilling.set(ep, (this.prefilling.get(ep) ?? w.promptTokens) - w.promptTokens)
-      this.prefillingTotal -= w.promptTokens
+      prefilled()
       this.schedulePump()
     }
     let released = false
@@ -335,7 +328,7 @@ export class PoolAdmission {
         this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
-      prefillingTokens: Object.fromEntries(this.prefilling),
+      prefillingTokens: this.prefilling.state(),
       recentTpotMs: this.guard.state(),
       estimator: this.estimator.state(),
     }

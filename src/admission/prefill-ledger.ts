@@ -1,0 +1,36 @@
+/**
+ * Prompt tokens sent to each endpoint whose prefill is not known done (no first token
+ * yet): the gateway's own, exact view of the prefill work queued at the servers. It
+ * feeds the estimator (prefill ahead of a new request) and the dispatch gate (at most
+ * one engine step of prompts awaiting their first token at one endpoint).
+ */
+export class PrefillLedger {
+  private readonly byEndpoint = new Map<string, number>()
+  private sum = 0
+
+  /** Tokens awaiting their first token at `endpoint`. */
+  at(endpoint: string): number {
+    return this.byEndpoint.get(endpoint) ?? 0
+  }
+
+  get total(): number {
+    return this.sum
+  }
+
+  /** Counts `tokens` sent to `endpoint`; the returned function uncounts them (once). */
+  add(endpoint: string, tokens: number): () => void {
+    this.byEndpoint.set(endpoint, this.at(endpoint) + tokens)
+    this.sum += tokens
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      this.byEndpoint.set(endpoint, this.at(endpoint) - tokens)
+      this.sum -= tokens
+    }
+  }
+
+  state(): Record<string, number> {
+    return Object.fromEntries(this.byEndpoint)
+  }
+}
