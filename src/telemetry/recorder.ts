@@ -7,6 +7,15 @@ import type { GatewayConfig } from '../config/schema.js'
 import type { Ticket } from '../ticket.js'
 import { BoundedLabel, OTHER } from './bounded-label.js'
 import { type CostAttributor, type CostShare, IDLE } from './cost.js'
+import {
+  EXTRA_MODELS,
+  EXTRA_REASONS,
+  EXTRA_ROUTES,
+  KNOWN_ACTIONS,
+  KNOWN_KINDS,
+  KNOWN_METHODS,
+  KNOWN_REASONS,
+} from './label-vocab.js'
 import { outputLengthBucket, promptLengthBucket } from './length-buckets.js'
 import type { Metrics } from './metrics.js'
 import type { RollingWindows } from './rolling-windows.js'
@@ -14,23 +23,6 @@ import { SeriesCache } from './series-cache.js'
 import type { TenantLabels } from './tenant-labels.js'
 import { isServerErrorKind, measure, sanitizeLabel, verdictWith } from './verdict.js'
 
-/** Reject reasons known today; others pass through a cap. */
-const KNOWN_REASONS = ['ttft_slo', 'queue_full', 'queue_timeout', 'kv_exhausted', 'no_backend', 'draining']
-const KNOWN_ACTIONS = ['cap_max_tokens', 'fallback_model', 'reduce_reasoning', 'single_choice']
-const KNOWN_KINDS = [
-  'upstream_4xx',
-  'upstream_5xx',
-  'upstream_unreachable',
-  'upstream_reset',
-  'upstream_timeout',
-  'upstream_stream_failed',
-  'internal',
-]
-const KNOWN_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH']
-/** Distinct values beyond the known ones before `other`. */
-const EXTRA_REASONS = 32
-const EXTRA_MODELS = 16
-const EXTRA_ROUTES = 64
 const ACTION_DETAIL = /[:=(]/
 /** The model label of a request that named none (e.g. invalid JSON). */
 const NO_MODEL = 'none'

@@ -1,5 +1,6 @@
 import type { EngineStats } from '../engine-stats.js'
-import type { PromWriter } from './prom-text.js'
+import type { SimProfile } from '../profile-schema.js'
+import { labelPairs, type PromWriter } from './prom-text.js'
 
 /** The counters vLLM V0 and V1 both export, with the same names, help and labels. */
 export function writeVllmCounters(w: PromWriter, l: string, st: EngineStats): void {
@@ -15,4 +16,21 @@ export function writeVllmCounters(w: PromWriter, l: string, st: EngineStats): vo
   for (const reason of ['stop', 'length', 'abort'] as const) {
     w.sample('vllm:request_success_total', `${l},finished_reason="${reason}"`, st.finished[reason])
   }
+}
+
+/** vllm:cache_config_info, the gauge adapters read KV blocks and block size from. */
+export function writeCacheConfigInfo(
+  w: PromWriter,
+  pe: SimProfile['engine'],
+  extra: readonly (readonly [string, string])[] = [],
+): void {
+  const info = labelPairs([
+    ['block_size', String(pe.blockSize)],
+    ['cache_dtype', 'auto'],
+    ['enable_prefix_caching', pe.enablePrefixCaching ? 'True' : 'False'],
+    ['gpu_memory_utilization', '0.9'],
+    ['num_gpu_blocks', String(pe.numGpuBlocks)],
+    ...extra,
+  ])
+  w.gauge('vllm:cache_config_info', 'Information of the LLMEngine CacheConfig', info, 1)
 }

@@ -1,7 +1,7 @@
 import type { MetricFormat, MetricsView } from '../metric-format.js'
 import { labelPairs, PromWriter } from './prom-text.js'
 import { vllmBuckets } from './vllm-buckets.js'
-import { writeVllmCounters } from './vllm-counters.js'
+import { writeCacheConfigInfo, writeVllmCounters } from './vllm-counters.js'
 
 /**
  * vLLM V0 engine (before 0.8 / VLLM_USE_V1=0): vllm/engine/metrics.py. Only `model_name` as a label,
@@ -58,14 +58,7 @@ export const vllmV0Format: MetricFormat = {
       l,
       h.generationTokens,
     )
-    const info = labelPairs([
-      ['block_size', String(pe.blockSize)],
-      ['cache_dtype', 'auto'],
-      ['enable_prefix_caching', pe.enablePrefixCaching ? 'True' : 'False'],
-      ['gpu_memory_utilization', '0.9'],
-      ['num_gpu_blocks', String(pe.numGpuBlocks)],
-    ])
-    w.gauge('vllm:cache_config_info', 'Information of the LLMEngine CacheConfig', info, 1)
+    writeCacheConfigInfo(w, pe)
     return w.text()
   },
 }

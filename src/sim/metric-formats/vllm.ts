@@ -1,7 +1,7 @@
 import type { MetricFormat, MetricsView } from '../metric-format.js'
 import { labelPairs, PromWriter } from './prom-text.js'
 import { vllmBuckets } from './vllm-buckets.js'
-import { writeVllmCounters } from './vllm-counters.js'
+import { writeCacheConfigInfo, writeVllmCounters } from './vllm-counters.js'
 
 /**
  * vLLM V1 (the default engine since 0.8): names and labels of vllm/v1/metrics/loggers.py.
@@ -82,15 +82,7 @@ export const vllmFormat: MetricFormat = {
       l,
       h.decode,
     )
-    const info = labelPairs([
-      ['block_size', String(pe.blockSize)],
-      ['cache_dtype', 'auto'],
-      ['enable_prefix_caching', pe.enablePrefixCaching ? 'True' : 'False'],
-      ['gpu_memory_utilization', '0.9'],
-      ['num_gpu_blocks', String(pe.numGpuBlocks)],
-      ['engine', '0'],
-    ])
-    w.gauge('vllm:cache_config_info', 'Information of the LLMEngine CacheConfig', info, 1)
+    writeCacheConfigInfo(w, pe, [['engine', '0']])
     return w.text()
   },
 }
