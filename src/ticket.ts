@@ -64,6 +64,8 @@ export class Ticket {
    * or the end of its response (not streamed). Admission counts prefill work at the servers.
    */
   onPrefilled: (() => void) | undefined = undefined
+  /** Called with each gap between consecutive content chunks (admission measures live ITL). */
+  onToken: ((gapMs: number, now: number) => void) | undefined = undefined
   /** GW_ERR_* code or reject reason, when there was one. */
   errorCode: string | undefined = undefined
 

@@ -18,12 +18,14 @@ export interface GateLimits {
  * True when the endpoint has headroom for a request needing `kvTokens` of KV cache:
  * its queue is short, its batch is not full, and its KV usage stays under the class's
  * limit after this request. An endpoint with nothing in flight takes any request (a
- * request larger than the headroom would otherwise never run).
+ * request larger than the headroom would otherwise never run). `ownWaiting`: requests
+ * the gateway sent that are not prefilled yet; they may show as waiting at the server
+ * (their step has not begun) and are bounded by the prefill budget, not by this limit.
  */
-export function hasHeadroom(e: EndpointView, limits: GateLimits, kvTokens: number): boolean {
+export function hasHeadroom(e: EndpointView, limits: GateLimits, kvTokens: number, ownWaiting = 0): boolean {
   const eff = e.effective
   if (eff.inflightRequests === 0 && eff.waiting === 0) return true
-  if (eff.waiting > limits.maxWaiting) return false
+  if (eff.waiting > limits.maxWaiting + ownWaiting) return false
   if (eff.inflightRequests >= (e.capacity.maxNumSeqs ?? limits.maxInflight)) return false
   return kvFits(e, limits, kvTokens)
 }
@@ -37,18 +39,33 @@ export function kvFits(e: EndpointView, limits: GateLimits, kvTokens: number): b
   return after <= limits.maxKvUsage
 }
 
-/** Sums the usable endpoints' corrected load into what the estimator reads. */
-export function serverView(views: readonly EndpointView[], meanPromptTokens: number): ServerView {
-  let waiting = 0
-  let running = 0
+/**
+ * Sums the usable endpoints' load into what the estimator reads: `stepMs(name)` is an
+ * endpoint's live step time (undefined when unmeasured), `pendingTokens(name)` the prompt
+ * tokens the gateway sent it that are not prefilled yet; the endpoint's own waiting queue
+ * (by its last scrape, corrected) counts when it is longer (other clients, restarts).
+ */
+export function serverView(
+  views: readonly EndpointView[],
+  meanPromptTokens: number,
+  stepMs: (endpoint: string) => number | undefined,
+  pendingTokens: (endpoint: string) => number,
+): ServerView {
+  let pending = 0
+  let steps = 0
+  let measured = 0
   for (const v of views) {
-    waiting += v.effective.waiting
-    running += v.effective.running
+    pending += Math.max(pendingTokens(v.name), v.effective.waiting * meanPromptTokens)
+    const s = stepMs(v.name)
+    if (s !== undefined) {
+      steps += s
+      measured++
+    }
   }
-  const n = views.length
+  const n = Math.max(1, views.length)
   return {
-    endpoints: n,
-    waitingTokens: waiting * meanPromptTokens,
-    runningPerEndpoint: n === 0 ? 0 : running / n,
+    endpoints: views.length,
+    pendingTokens: pending / n,
+    stepMs: measured === 0 ? undefined : steps / measured,
   }
 }

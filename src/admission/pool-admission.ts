@@ -12,9 +12,9 @@ import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
+import { DecodeGuard } from './decode-guard.js'
 import { type GateLimits, hasHeadroom, kvFits, serverView } from './gate.js'
 import { PrefillLedger } from './prefill-ledger.js'
-import { TpotGuard } from './tpot-guard.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
 /** A request admitted to a pool, until it is dispatched, shed or cancelled. */
@@ -28,6 +28,8 @@ export interface Waiting {
   readonly bytes: number
   /** The prediction made on arrival (the estimator learns from its outcome). */
   readonly prediction: Prediction
+  /** The estimator's server-side features at dispatch (set by the dispatcher). */
+  serverFeatures?: readonly number[]
   dispatch(lease: Lease, queuedMs: number): void
   shed(err: GatewayError): void
 }
@@ -44,10 +46,9 @@ export class PoolAdmission {
   private readonly inflight = new Map<string, number>()
   private readonly prefilling = new PrefillLedger()
   private readonly maxPrefillTokens: number
-  private readonly guard: TpotGuard
+  private readonly guard: DecodeGuard
   /** Classes whose TTFT the estimator learns from: those admitted on its prediction. */
   private readonly learnFrom = new Set<string>()
-  private readonly prefillBudget = new Map<string, number>()
   private readonly lastAdmitted = new Map<string, number>()
   private readonly probeIntervalMs: number
   private readonly agingMs: number
@@ -79,19 +80,16 @@ export class PoolAdmission {
     this.probeIntervalMs = cfg.probe_interval_ms
     // the priors are trusted for one probe interval from the start
     for (const name of Object.keys(classes)) this.lastAdmitted.set(name, clock.now())
-    this.guard = new TpotGuard(
+    this.guard = new DecodeGuard(
       Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
       cfg.margin,
-      cfg.tpot_guard_window_ms,
+      cfg.itl_window_ms,
       clock,
     )
+    this.guard.onChange = () => this.schedulePump()
     this.classNames = defs.map((d) => d.name)
-    const top = Math.min(...Object.values(classes).map((c) => c.priority))
     for (const [name, c] of Object.entries(classes)) {
       if (c.reject_on_ttft) this.learnFrom.add(name)
-      // Lower classes may fill only half the prefill budget: a prompt of the top class
-      // then never waits behind a full engine step of theirs.
-      this.prefillBudget.set(name, c.priority === top ? this.maxPrefillTokens : this.maxPrefillTokens / 2)
       this.limits.set(name, {
         maxKvUsage: c.max_kv_usage,
         maxWaiting: cfg.max_server_waiting,
@@ -105,30 +103,41 @@ export class PoolAdmission {
   }
 
   /**
-   * Headroom for the class (queue, KV, batch) and room in the endpoint's prefill budget:
-   * the gateway keeps at most max_prefill_tokens_per_endpoint of prompts waiting for their
-   * first token at one endpoint (always one request), so the queue forms here, in priority
-   * order, and not in the server's FCFS queue.
+   * Headroom for the class (queue, KV, batch), room in the endpoint's prefill budget and a
+   * decode within the TPOT objectives (the decode guard; an aged request skips it, so
+   * nothing waits forever): the gateway keeps at most max_prefill_tokens_per_endpoint of
+   * prompts waiting for their first token at one endpoint (always one request), so the
+   * queue forms here, in priority order, and not in the server's FCFS queue.
    */
-  private gate(className: string, kvTokens: number, promptTokens: number): (v: EndpointView) => boolean {
+  private gate(
+    className: string,
+    kvTokens: number,
+    promptTokens: number,
+    aged = false,
+  ): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
-    const budget = this.prefillBudget.get(className) ?? this.maxPrefillTokens
     return (v) => {
       const pending = this.prefilling.at(v.name)
-      if (pending > 0 && pending + promptTokens > budget) return false
-      return hasHeadroom(v, limits, kvTokens)
+      if (pending > 0 && pending + promptTokens > this.maxPrefillTokens) return false
+      if (!aged && !this.guard.allows(className, v.name)) return false
+      return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
     }
   }
 
   private serverView(views: readonly EndpointView[]) {
-    const scraped = serverView(views, this.meanPrompt)
-    return { ...scraped, waitingTokens: Math.max(scraped.waitingTokens, this.prefilling.total) }
+    return serverView(
+      views,
+      this.meanPrompt,
+      (e) => this.guard.itl(e),
+      (e) => this.prefilling.at(e),
+    )
   }
 
-  /** Predicted TTFT for a new request of this class, were it queued now. */
   /**
-   * `kvBlocked`: no endpoint has KV room for this request under its class's limit now (a
-   * refusal then says kv_exhausted rather than ttft_slo).
+   * Predicted TTFT for a new request of this class, were it placed now: dispatched at once
+   * when nothing of its class or above is queued and an endpoint is open to it, else after
+   * the prompts queued ahead of it. `kvBlocked`: no endpoint has KV room for this request
+   * under its class's limit now (a refusal then says kv_exhausted rather than ttft_slo).
    */
   predict(
     className: string,
@@ -142,15 +151,14 @@ export class PoolAdmission {
     const limits = this.limits.get(className) as GateLimits
     const kvBlocked = blocked && views.length > 0 && !views.some((v) => kvFits(v, limits, kvTokens))
     const ahead = this.queues.costAhead(className)
-    const prediction = this.estimator.predict(view, ahead, promptTokens, blocked)
+    const queued = ahead > 0 || blocked ? ahead : undefined
+    const prediction = this.estimator.predict(view, queued, promptTokens)
     return { prediction, usable: views.length, kvBlocked }
   }
 
   /** Time for everything queued ahead of this class to drain (Retry-After). */
   drainMs(className: string, promptTokens: number): number {
-    const views = this.usableViews()
-    const waiting = this.serverView(views).waitingTokens
-    return this.estimator.drainMs(this.queues.costAhead(className) + waiting + promptTokens, views.length)
+    return this.estimator.drainMs(this.queues.costAhead(className) + promptTokens)
   }
 
   /**
@@ -169,11 +177,7 @@ export class PoolAdmission {
 
   place(w: Waiting, tenant: string, weight: number, deadline: number): 'ok' | 'queue_full' {
     this.lastAdmitted.set(w.className, this.clock.now())
-    if (
-      this.queues.costAhead(w.className) === 0 &&
-      this.queues.sizeOf(w.className) === 0 &&
-      this.guard.allows(w.className)
-    ) {
+    if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const lease = this.pool.acquire(w.kvTokens, this.gate(w.className, w.kvTokens, w.promptTokens))
       if (lease !== undefined) {
         this.start(w, lease, 0)
@@ -188,21 +192,33 @@ export class PoolAdmission {
       weight,
       deadline,
     })
-    if (r === 'ok') this.armTimer()
+    if (r === 'ok') {
+      this.estimator.onBacklog(true)
+      this.armTimer()
+    }
     return r
   }
 
   /** The client went away while queued. True when it was still queued. */
   cancel(w: Waiting): boolean {
     const removed = this.queues.remove(w)
-    if (removed) this.armTimer()
+    if (removed) this.afterDequeue()
     return removed
   }
 
   private start(w: Waiting, lease: Lease, queuedMs: number): void {
     const release = lease.release.bind(lease)
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
-    const prefilled = this.prefilling.add(lease.endpoint.name, w.promptTokens)
+    const endpoint = lease.endpoint.name
+    if (this.learnFrom.has(w.className)) this.estimator.observeQueue(w.prediction, queuedMs)
+    w.serverFeatures = this.estimator.features(
+      this.prefilling.at(endpoint),
+      w.promptTokens,
+      this.guard.itl(endpoint),
+    )
+    this.estimator.onDispatch(w.promptTokens)
+    const prefilled = this.prefilling.add(endpoint, w.promptTokens)
+    w.ticket.onToken = (gapMs, now) => this.guard.observe(endpoint, gapMs, now)
     w.ticket.onPrefilled = () => {
       w.ticket.onPrefilled = undefined
       prefilled()
@@ -226,19 +242,23 @@ export class PoolAdmission {
 
   /** Learns from a request that ended: prompt size, and its server TTFT when it streamed. */
   private finished(w: Waiting): void {
-    let busy = false
-    for (const n of this.inflight.values()) if (n > 0) busy = true
-    this.estimator.onCompletion(busy)
     const t = w.ticket
     const prompt = t.usage?.promptTokens ?? w.promptTokens
     this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
     // A batch request's TTFT includes however long it waited for backfill, which the
     // model does not (and need not) predict: learning from it would inflate every prediction.
-    if (t.firstTokenAt !== undefined && this.learnFrom.has(w.className)) {
-      this.estimator.observe(w.prediction, t.firstTokenAt - t.arrivedAt)
-    }
-    if (t.firstTokenAt !== undefined && t.lastTokenAt !== undefined && t.contentChunks > 1) {
-      this.guard.observe(w.className, (t.lastTokenAt - t.firstTokenAt) / (t.contentChunks - 1))
+    if (
+      t.firstTokenAt !== undefined &&
+      t.dispatchedAt !== undefined &&
+      w.serverFeatures !== undefined &&
+      this.learnFrom.has(w.className)
+    ) {
+      this.estimator.observe(
+        w.serverFeatures,
+        t.firstTokenAt - t.dispatchedAt,
+        w.prediction,
+        t.firstTokenAt - t.arrivedAt,
+      )
     }
   }
 
@@ -262,14 +282,15 @@ export class PoolAdmission {
         for (const name of this.queues.classesInOrder()) {
           const head = this.queues.peekClass(name)?.item
           if (head === undefined) continue
-          // Backfill only while the classes above decode within their TPOT objective (an
-          // aged request goes anyway: nothing waits forever).
           const aged = this.queues.oldestWaitMs(name, this.clock.now()) >= this.agingMs
-          if (!aged && !this.guard.allows(name)) break
-          const lease = this.pool.acquire(head.kvTokens, this.gate(name, head.kvTokens, head.promptTokens))
+          const lease = this.pool.acquire(
+            head.kvTokens,
+            this.gate(name, head.kvTokens, head.promptTokens, aged),
+          )
           // Strict priority: when the first class with work cannot go, nothing below it goes.
           if (lease === undefined) break
           const out = this.queues.dequeueFrom(name)
+          this.afterDequeue()
           this.start(head, lease, out?.waitedMs ?? 0)
           progressed = true
           break
@@ -278,6 +299,11 @@ export class PoolAdmission {
     } finally {
       this.pumping = false
     }
+    this.armTimer()
+  }
+
+  private afterDequeue(): void {
+    if (this.queues.size === 0) this.estimator.onBacklog(false)
     this.armTimer()
   }
 
@@ -300,7 +326,9 @@ export class PoolAdmission {
   private onDeadline(): void {
     this.timer = undefined
     this.timerAt = Number.POSITIVE_INFINITY
-    for (const w of this.queues.expired(this.clock.now())) {
+    const expired = this.queues.expired(this.clock.now())
+    if (expired.length > 0) this.afterDequeue()
+    for (const w of expired) {
       w.shed(
         new GatewayError(
           'GW_ERR_QUEUE_TIMEOUT',
@@ -329,7 +357,7 @@ export class PoolAdmission {
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
       prefillingTokens: this.prefilling.state(),
-      recentTpotMs: this.guard.state(),
+      itlMs: this.guard.state(),
       estimator: this.estimator.state(),
     }
   }

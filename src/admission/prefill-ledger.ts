@@ -6,11 +6,17 @@
  */
 export class PrefillLedger {
   private readonly byEndpoint = new Map<string, number>()
+  private readonly requests = new Map<string, number>()
   private sum = 0
 
   /** Tokens awaiting their first token at `endpoint`. */
   at(endpoint: string): number {
     return this.byEndpoint.get(endpoint) ?? 0
+  }
+
+  /** Requests awaiting their first token at `endpoint`. */
+  requestsAt(endpoint: string): number {
+    return this.requests.get(endpoint) ?? 0
   }
 
   get total(): number {
@@ -20,12 +26,14 @@ export class PrefillLedger {
   /** Counts `tokens` sent to `endpoint`; the returned function uncounts them (once). */
   add(endpoint: string, tokens: number): () => void {
     this.byEndpoint.set(endpoint, this.at(endpoint) + tokens)
+    this.requests.set(endpoint, this.requestsAt(endpoint) + 1)
     this.sum += tokens
     let done = false
     return () => {
       if (done) return
       done = true
       this.byEndpoint.set(endpoint, this.at(endpoint) - tokens)
+      this.requests.set(endpoint, this.requestsAt(endpoint) - 1)
       this.sum -= tokens
     }
   }

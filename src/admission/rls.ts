@@ -9,12 +9,18 @@ export class Rls {
   private readonly p: number[][]
   private readonly lambda: number
 
-  /** `initial` weights are the prior (config hints); `confidence` how little to trust them (large = little). */
-  constructor(initial: readonly number[], lambda = 0.995, confidence = 1e3) {
+  /**
+   * `initial` weights are the prior (config hints); `spread` how far each may be from it, in
+   * units of the observation noise: the prior covariance is diag(spread²). A spread
+   * proportionate to each weight's scale keeps the first observations from throwing a
+   * weight far off along a feature of large magnitude (one equation, k unknowns).
+   */
+  constructor(initial: readonly number[], lambda = 0.995, spread: number | readonly number[] = 30) {
     this.k = initial.length
     this.w = [...initial]
     this.lambda = lambda
-    this.p = initial.map((_, i) => initial.map((_, j) => (i === j ? confidence : 0)))
+    const s = (i: number) => (typeof spread === 'number' ? spread : (spread[i] as number))
+    this.p = initial.map((_, i) => initial.map((_, j) => (i === j ? s(i) ** 2 : 0)))
   }
 
   predict(x: readonly number[]): number {

@@ -1,27 +1,39 @@
 /**
- * The TTFT estimator of one pool, engine-agnostic:
+ * The TTFT estimator of one pool, engine-agnostic. A request's TTFT is its wait in the
+ * gateway's queue plus its time at the server, and each part is estimated from what
+ * drives it:
  *
- *   TTFT = α + β · P / endpoints + γ · R  (+ one completion gap when no endpoint has room)
+ *   TTFT = queue wait + server time
+ *   queue wait  = 0 when the request can be dispatched at once, else  κ + λ · Q / D + μ · O / D
+ *   server time = α + β · P + γ · S
  *
- *   P = prefill tokens that must run before this request's first token: the prompts queued
- *       ahead of it in the gateway (its class and those above), the prompts waiting at the
- *       servers, and its own prompt;
- *   R = sequences running per endpoint (a busy decode batch makes every step longer).
+ *   Q = prompt tokens queued in the gateway ahead of this request (its class and those
+ *       above), O its own prompt tokens;
+ *   D = the pool's dispatch rate: prompt tokens per ms it released from a backlogged queue,
+ *       measured (a moving ratio of tokens over time); the queue drains at the pace the
+ *       dispatch gates allow, whatever holds them (prefill budget, KV, decode guard);
+ *   P = prompt tokens at the endpoint not yet prefilled (the gateway's prefill ledger, or
+ *       the server's own waiting queue when that is longer) plus this request's prompt;
+ *   S = the endpoint's engine step time now (its streams' live inter-token latency): a
+ *       request waits for the step in progress, then is prefilled in a step as long as the
+ *       running batch and the other prompts in it make it.
  *
- * α (fixed cost: a step, the network), β (ms per prefill token of one endpoint, under the
- * load it runs at) and γ start from the config hints and are fitted online by recursive
- * least squares to every streamed request's observed TTFT (arrival to first token) against
- * the P and R it saw on arrival. When no endpoint has headroom (KV cache or batch full), a
- * request also waits for one running request to end: the measured mean gap between
- * completions is added.
+ * κ (the wait for a gate to open when nothing is queued ahead: a prefill to finish, a
+ * decode window to close), λ and μ start at 0, 1 and 1 and are fitted online by recursive least
+ * squares to every queued request's wait (arrival to dispatch); α (fixed cost: the network,
+ * scheduling), β (ms per prompt token) and γ (steps) start from the config hints (0,
+ * 1 / prefill tokens/s, 1.5) and are fitted to every streamed request's time from dispatch
+ * to first token, against the P and S its endpoint had at dispatch. D starts from the
+ * prefill hint. The estimator's error is judged on the whole prediction (arrival to first
+ * token).
  */
 import type { Clock } from '../clock.js'
 import { Rls } from './rls.js'
 
 export interface EstimatorHints {
-  /** One engine step with a small batch, ms (α's prior). */
+  /** One engine step with a small batch, ms (S when nothing is measured). */
   readonly stepMs: number
-  /** Prefill throughput of one endpoint, tokens per second (1/β's prior). */
+  /** Prefill throughput of one endpoint, tokens per second (1/β's prior, and D's). */
   readonly prefillTokensPerS: number
 }
 
@@ -29,72 +41,106 @@ export interface EstimatorHints {
 export interface ServerView {
   /** Usable endpoints. */
   readonly endpoints: number
-  /** Prefill tokens waiting at the servers (their queues, corrected between scrapes). */
-  readonly waitingTokens: number
-  /** Sequences running per endpoint (mean). */
-  readonly runningPerEndpoint: number
+  /** Prompt tokens not yet prefilled per endpoint (mean). */
+  readonly pendingTokens: number
+  /** The endpoints' step time now (mean live inter-token latency), ms; undefined when unmeasured. */
+  readonly stepMs: number | undefined
 }
 
 export interface Prediction {
-  /** The features it was made from, kept to learn from the outcome. */
-  readonly features: readonly number[]
-  /** The wait for room added because no endpoint had headroom. */
-  readonly blockedMs: number
-  /** The least time after dispatch (the request's own prefill): for shedding deadlines. */
+  /** The queue model's features on arrival; undefined when the request could go at once. */
+  readonly queueFeatures: readonly number[] | undefined
+  /** The wait in the gateway's queue. */
+  readonly queueMs: number
+  /** The time at the server, dispatch to first token. */
   readonly serverMs: number
   readonly totalMs: number
 }
 
-const GAP_ALPHA = 0.3
 const ERROR_ALPHA = 0.05
+const RLS_FORGETTING = 0.995
+/** Weight kept per dispatch by the dispatch-rate meter (about the last 50 dispatches). */
+const RATE_DECAY = 0.98
 
 export class TtftEstimator {
   private readonly clock: Clock
   private readonly rls: Rls
-  /** Mean gap between two requests ending while others run, ms (how soon room frees up). */
-  private completionGapMs: number
-  private lastCompletion: number | undefined = undefined
+  private readonly queueRls: Rls
+  private readonly stepPriorMs: number
+  /** Dispatch-rate meter: decayed sums of tokens dispatched and of backlogged time. */
+  private rateTokens: number
+  private rateMs = 1000
+  private backloggedSince: number | undefined = undefined
   private samples = 0
   private meanAbsErr = 0
   private meanErr = 0
 
   constructor(hints: EstimatorHints, clock: Clock) {
     this.clock = clock
-    this.rls = new Rls([hints.stepMs, 1000 / hints.prefillTokensPerS, hints.stepMs / 50])
-    this.completionGapMs = hints.stepMs
+    this.stepPriorMs = hints.stepMs
+    // Prior spreads in units of the observation noise (about one engine step): α within a
+    // few steps, β within twice its prior, γ and the queue's λ, μ within about one.
+    const step = hints.stepMs
+    const beta = 1000 / hints.prefillTokensPerS
+    this.rls = new Rls([0, beta, 1.5], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step])
+    this.queueRls = new Rls([0, 1, 1], RLS_FORGETTING, [4, 1 / step, 1 / step])
+    this.rateTokens = hints.prefillTokensPerS
   }
 
-  predict(view: ServerView, tokensAhead: number, ownTokens: number, blocked: boolean): Prediction {
-    const n = Math.max(1, view.endpoints)
-    const features = [1, (tokensAhead + view.waitingTokens + ownTokens) / n, view.runningPerEndpoint]
-    const blockedMs = blocked ? this.completionGapMs : 0
-    const base = Math.max(0, this.rls.predict(features))
-    const [alpha = 0, beta = 0] = this.rls.w
-    const serverMs = Math.min(base, Math.max(0, alpha + (beta * ownTokens) / n))
-    return { features, blockedMs, serverMs, totalMs: base + blockedMs }
+  /** Server-side features of a request at an endpoint: [1, P, S]. */
+  features(pendingTokens: number, ownTokens: number, stepMs: number | undefined): number[] {
+    return [1, pendingTokens + ownTokens, stepMs ?? this.stepPriorMs]
   }
 
-  /** Time for `tokens` of prompt work to drain from `endpoints`: the honest Retry-After. */
-  drainMs(tokens: number, endpoints: number): number {
-    return (Math.max(0, this.rls.w[1] ?? 0) * tokens) / Math.max(1, endpoints)
+  /** Prompt tokens per ms the pool dispatches from a backlogged queue, per endpoint-less pool total. */
+  dispatchRate(): number {
+    return this.rateTokens / this.rateMs
   }
 
   /**
-   * A dispatched request ended (room freed on a server). `stillBusy`: others are still in
-   * flight, so the gap to the next completion is a real one (not idle time).
+   * `aheadTokens`: prompt tokens queued ahead of this request; undefined when it goes at once.
    */
-  onCompletion(stillBusy: boolean): void {
-    const now = this.clock.now()
-    if (this.lastCompletion !== undefined) {
-      this.completionGapMs += GAP_ALPHA * (now - this.lastCompletion - this.completionGapMs)
-    }
-    this.lastCompletion = stillBusy ? now : undefined
+  predict(view: ServerView, aheadTokens: number | undefined, ownTokens: number): Prediction {
+    const rate = this.dispatchRate()
+    const queueFeatures = aheadTokens === undefined ? undefined : [1, aheadTokens / rate, ownTokens / rate]
+    const queueMs = queueFeatures === undefined ? 0 : Math.max(0, this.queueRls.predict(queueFeatures))
+    const serverMs = Math.max(0, this.rls.predict(this.features(view.pendingTokens, ownTokens, view.stepMs)))
+    return { queueFeatures, queueMs, serverMs, totalMs: queueMs + serverMs }
   }
 
-  /** Learns from a streamed request's observed TTFT (arrival to first token). */
-  observe(p: Prediction, observedMs: number): void {
-    this.rls.update(p.features, Math.max(0, observedMs - p.blockedMs))
-    const rel = (p.totalMs - observedMs) / Math.max(observedMs, 1)
+  /** Time for `tokens` of queued prompts to be dispatched: the honest Retry-After. */
+  drainMs(tokens: number): number {
+    return tokens / this.dispatchRate()
+  }
+
+  /** The pool's queue went from empty to backlogged, or back (`backlogged` false). */
+  onBacklog(backlogged: boolean): void {
+    if (backlogged) this.backloggedSince ??= this.clock.now()
+    else this.backloggedSince = undefined
+  }
+
+  /** `tokens` of prompt were dispatched from the queue (while it was backlogged). */
+  onDispatch(tokens: number): void {
+    if (this.backloggedSince === undefined) return
+    const now = this.clock.now()
+    this.rateTokens = this.rateTokens * RATE_DECAY + tokens
+    this.rateMs = this.rateMs * RATE_DECAY + (now - this.backloggedSince)
+    this.backloggedSince = now
+  }
+
+  /** Learns the queue model from a request that was queued on arrival and has been dispatched. */
+  observeQueue(predicted: Prediction, waitedMs: number): void {
+    if (predicted.queueFeatures !== undefined)
+      this.queueRls.update(predicted.queueFeatures, Math.max(0, waitedMs))
+  }
+
+  /**
+   * Learns from a streamed request: `features` at its dispatch, `serverMs` dispatch to first
+   * token; `predicted` and `observedMs` (arrival to first token) judge the whole prediction.
+   */
+  observe(features: readonly number[], serverMs: number, predicted: Prediction, observedMs: number): void {
+    this.rls.update(features, Math.max(0, serverMs))
+    const rel = (predicted.totalMs - observedMs) / Math.max(observedMs, 1)
     this.samples++
     this.meanAbsErr += ERROR_ALPHA * (Math.abs(rel) - this.meanAbsErr)
     this.meanErr += ERROR_ALPHA * (rel - this.meanErr)
@@ -102,13 +148,17 @@ export class TtftEstimator {
 
   state(): object {
     const [alpha, beta, gamma] = this.rls.w
+    const [kappa, lambda, mu] = this.queueRls.w
     return {
       model:
-        'ttft = alpha + beta * prefill_tokens_ahead / endpoints + gamma * running_per_endpoint (+ completion gap when full)',
+        'ttft = (queued ? kappa + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * pending_prompt_tokens + gamma * step_ms',
+      dispatchTokensPerMs: round(this.dispatchRate(), 3),
+      kappaMs: round(kappa ?? 0),
+      lambda: round(lambda ?? 0, 3),
+      mu: round(mu ?? 0, 3),
       alphaMs: round(alpha ?? 0),
       betaMsPerToken: round(beta ?? 0, 5),
-      gammaMsPerRunningSeq: round(gamma ?? 0, 4),
-      completionGapMs: round(this.completionGapMs),
+      gammaSteps: round(gamma ?? 0, 3),
       samples: this.samples,
       meanAbsRelativeError: round(this.meanAbsErr, 3),
       meanRelativeError: round(this.meanErr, 3),

@@ -61,6 +61,8 @@ export function gatewayConfig(simUrl: string, model: string, scale: number) {
     },
     admission: {
       aging_ms: times(base.admission.aging_ms),
+      itl_window_ms: times(base.admission.itl_window_ms),
+      probe_interval_ms: times(base.admission.probe_interval_ms),
       estimator: {
         step_ms: base.admission.estimator.step_ms * scale,
         prefill_tokens_per_s: base.admission.estimator.prefill_tokens_per_s / scale,

@@ -61,9 +61,13 @@ export function estimatorSection(report: Report, levels: readonly LevelResult[],
       const q = snap.queues
       rows.push([
         `${l.level}× ${when}`,
+        e === undefined ? '' : fmt(e.dispatchTokensPerMs * scale, 1),
+        e === undefined ? '' : fmt(e.kappaMs / scale, 0),
+        e === undefined ? '' : `${fmt(e.lambda, 2)} / ${fmt(e.mu, 2)}`,
         e === undefined ? '' : fmt(e.alphaMs / scale, 0),
         e === undefined ? '' : fmt((e.betaMsPerToken / scale) * 1000, 1),
-        e === undefined ? '' : fmt(e.gammaMsPerRunningSeq / scale, 2),
+        e === undefined ? '' : fmt(e.gammaSteps, 2),
+        snap.itlMs === undefined || snap.itlMs === null ? '' : fmt(snap.itlMs / scale, 1),
         e === undefined ? '' : e.samples,
         e === undefined ? '' : pct(e.meanAbsRelativeError),
         q?.interactive === undefined ? '' : `${q.interactive.queued}/${q.interactive.inflight}`,
@@ -75,17 +79,23 @@ export function estimatorSection(report: Report, levels: readonly LevelResult[],
   report.heading("The gateway's estimator and queues during the run")
   report.paragraph(
     'From /admin/state at the start and end of each measured window, converted to model time: ' +
-      'TTFT ≈ α + β · prefill tokens ahead / endpoints + γ · running sequences per endpoint. One estimator per ' +
-      'pool, fitted (recursive least squares) to the observed TTFT of every finished streamed request of ' +
-      'every class. A physically sensible fit for this profile is α ≈ 10–50 ms, β ≈ 25–50 µs per token, ' +
-      'γ ≈ 0.1–0.5 ms per running sequence.',
+      'TTFT ≈ queue wait + server time; queue wait = 0 when the request can go at once, else ' +
+      'κ + (λ · prompt tokens queued ahead + μ · its own) / D, D the measured dispatch rate; server time = ' +
+      'α + β · prompt tokens pending at the endpoint + γ · step time S (the live inter-token latency the decode ' +
+      'guard measures). One estimator per pool; the queue part is fitted (recursive least squares) to every ' +
+      "queued interactive request's wait, the server part to its dispatch-to-first-token time. For this profile " +
+      'a pure prefill costs β = 25 µs per token.',
   )
   report.table(
     [
       'window',
+      'D tok/ms',
+      'κ ms',
+      'λ / μ',
       'α ms',
       'β µs/token',
-      'γ ms/seq',
+      'γ steps',
+      'S (ITL) ms',
       'samples',
       "gateway's own mean |error|",
       'interactive queued/in flight',
@@ -117,10 +127,10 @@ export function diagnosisSection(
           `(${reasons(i)}) while batch streamed ${fmt(b.throughputTokS, 0)} tok/s` +
           (e === undefined
             ? '.'
-            : `; at the window's start the estimator read α = ${fmt(e.alphaMs / scale, 0)} ms, ` +
-              `γ = ${fmt(e.gammaMsPerRunningSeq / scale, 2)} ms per running sequence (model time) after ${e.samples} ` +
-              'samples, so every interactive prediction with a full server exceeded the budget; refused requests teach ' +
-              'the estimator nothing, so it cannot recover while batch keeps the server full.'),
+            : `; at the window's start the estimator read κ = ${fmt(e.kappaMs / scale, 0)} ms, ` +
+              `α = ${fmt(e.alphaMs / scale, 0)} ms, γ = ${fmt(e.gammaSteps, 2)} steps (model time) after ${e.samples} ` +
+              'samples, so every interactive prediction exceeded the budget; refused requests teach ' +
+              'the estimator nothing (only probes do).'),
       )
       continue
     }
@@ -130,7 +140,8 @@ export function diagnosisSection(
           `${pct(i.attainmentAdmitted)} met TTFT and TPOT: TPOT p50 ${fmt(i.tpot.p50, 0)} ms against ${slo.tpotMs} ms ` +
           `(engine steps made long by prefill chunks in the same step and by the running batch: ` +
           `interactive/batch in flight at the window's end ${q?.interactive?.inflight ?? '?'}/${q?.batch?.inflight ?? '?'}). ` +
-          'Admission predicts TTFT only.',
+          'The decode guard holds dispatch while the live ITL is over the objective; a request already ' +
+          'streaming keeps the steps it gets.',
       )
     }
     if (i.admitted > 0 && i.ttft.p99 > slo.ttftMs) {
@@ -142,9 +153,7 @@ export function diagnosisSection(
     }
     const zeros = i.estimator.signed.filter((v) => v === -1).length
     if (zeros > 0)
-      lines.push(
-        `- **${name}: ${zeros} of ${i.estimator.count} interactive predictions were 0 ms** (the fit went negative and was clamped).`,
-      )
+      lines.push(`- **${name}: ${zeros} of ${i.estimator.count} interactive predictions were 0 ms.**`)
   }
   if (lines.length === 0) return
   report.heading('Diagnosis (facts behind the misses)')
@@ -170,7 +179,7 @@ export function calibrationSection(report: Report, before: unknown, after: unkno
       '```json',
       JSON.stringify(of(after)),
       '```',
-      'α and γ are in wall ms (× time scale), β in wall ms per prompt token.',
+      'κ and α are in wall ms (× time scale), β in wall ms per prompt token, D in prompt tokens per wall ms.',
     ].join('\n'),
   )
 }

@@ -61,6 +61,8 @@ export interface Snapshot {
   /** The pool's estimator and queues (gateway runs). */
   readonly estimator?: EstimatorState
   readonly queues?: Record<string, { queued: number; inflight: number }>
+  /** The endpoint's live inter-token latency by the decode guard, wall ms (null: unmeasured). */
+  readonly itlMs?: number | null
 }
 
 export interface SegmentResult {
@@ -116,22 +118,30 @@ async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
     ...(gatewayBusyS !== undefined ? { gatewayBusyS } : {}),
     ...(pool?.estimator !== undefined ? { estimator: pool.estimator as EstimatorState } : {}),
     ...(pool?.classes !== undefined ? { queues: pool.classes } : {}),
+    ...(pool?.itlMs !== undefined ? { itlMs: Object.values(pool.itlMs)[0] ?? null } : {}),
   }
 }
 
 /** The calibration /admin/state shows (wall ms). */
 export interface EstimatorState {
+  readonly dispatchTokensPerMs: number
+  readonly kappaMs: number
+  readonly lambda: number
+  readonly mu: number
   readonly alphaMs: number
   readonly betaMsPerToken: number
-  readonly gammaMsPerRunningSeq: number
-  readonly completionGapMs: number
+  readonly gammaSteps: number
   readonly samples: number
   readonly meanAbsRelativeError: number
 }
 
 interface AdmissionState {
   admission?: {
-    pools?: { classes?: Record<string, { queued: number; inflight: number }>; estimator?: unknown }[]
+    pools?: {
+      classes?: Record<string, { queued: number; inflight: number }>
+      estimator?: unknown
+      itlMs?: Record<string, number | null>
+    }[]
   }
 }
 

@@ -216,15 +216,20 @@ const admissionSchema = z.strictObject({
   aging_ms: positiveInt.default(10_000),
   /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
   max_server_waiting: nonNegativeInt.default(0),
-  /** Prompt tokens awaiting their first token at one endpoint, at most (one step's prefill budget). */
-  max_prefill_tokens_per_endpoint: positiveInt.default(8192),
+  /**
+   * Prompt tokens sent to one endpoint and not yet prefilled, at most (always one request):
+   * the prefill that can land in one engine step beside the running streams. 2048 is about
+   * 50 ms of prefill for an 8B model on an H100; lower it for slower engines.
+   */
+  max_prefill_tokens_per_endpoint: positiveInt.default(2048),
   /** Dispatch only to an endpoint with fewer requests in flight (else capacity.max_num_seqs when set). */
   max_inflight_per_endpoint: positiveInt.default(256),
   /**
-   * Backfill guard: a lower class dispatches only while each class above it with a TPOT
-   * objective decoded within SLO x (1 - margin) recently; samples older than this no longer count.
+   * Decode guard: a class dispatches to an endpoint only while its streams' inter-token
+   * latency, averaged over windows of this length, is within the TPOT objective (x (1 - margin))
+   * of that class and every class above it. A few engine steps.
    */
-  tpot_guard_window_ms: positiveInt.default(10_000),
+  itl_window_ms: positiveInt.default(200),
   /**
    * A class with nothing admitted for this long gets its next request admitted against a
    * refusing prediction (a probe), so the estimator keeps learning from outcomes.

@@ -129,7 +129,11 @@ export class SseRelay {
       if (t.firstTokenAt === undefined) {
         t.firstTokenAt = now
         t.onPrefilled?.()
-      } else if (t.lastTokenAt !== undefined) t.itlMs.push(now - t.lastTokenAt)
+      } else if (t.lastTokenAt !== undefined) {
+        const gap = now - t.lastTokenAt
+        t.itlMs.push(gap)
+        t.onToken?.(gap, now)
+      }
       t.lastTokenAt = now
       t.contentChunks++
     }

@@ -42,6 +42,8 @@ export async function startSimGateway(opts: {
     },
     admission: {
       estimator: { step_ms: 10 * s, prefill_tokens_per_s: 40_000 / s },
+      itl_window_ms: 200 * s,
+      probe_interval_ms: 2000 * s,
       ...(raw.admission as object),
     },
   })

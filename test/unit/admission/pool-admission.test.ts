@@ -23,7 +23,7 @@ function item(id: string, className: string, tenant: string, prompt = 100): Item
     className,
     promptTokens: prompt,
     kvTokens: prompt + 100,
-    prediction: { features: [1, prompt, 0], blockedMs: 0, serverMs: 10, totalMs: 10 },
+    prediction: { queueFeatures: undefined, queueMs: 0, serverMs: 10, totalMs: 10 },
     bytes: 200,
     dispatch(lease) {
       it.lease = lease

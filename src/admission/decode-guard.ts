@@ -1,0 +1,109 @@
+/**
+ * Decode guard: a class may dispatch to an endpoint only while the streams that endpoint
+ * serves decode within the TPOT objective of that class and of every class above it
+ * (SLO x (1 - margin)).
+ *
+ * Every sequence in an engine's running batch gets one token per step, and a step is
+ * longer for every sequence in the batch, every cached token it attends to and every prompt
+ * token prefilled in it. So the inter-token latency (ITL) the gateway sees on the streams
+ * it relays from an endpoint is that endpoint's step time now: what a request dispatched
+ * there will decode at. It is measured live, as the mean gap between consecutive content
+ * chunks of all the endpoint's streams over windows of `windowMs` (a few engine steps),
+ * from every class (all share the steps), so it does not go stale while one class is
+ * refused. An endpoint with no streamed measurement for two windows is not held back.
+ *
+ * The guard closes while ITL is over the objective: no new prefill goes to the endpoint,
+ * its steps shrink back to decode, and the queue forms in the gateway (where a request's
+ * predicted TTFT sees it) instead of in the running batch.
+ */
+import type { Clock } from '../clock.js'
+
+export interface GuardedClass {
+  readonly name: string
+  readonly priority: number
+  readonly tpotMs: number | undefined
+}
+
+/** Mean inter-chunk gap of one endpoint's streams, per window. */
+class ItlMeter {
+  private sum = 0
+  private n = 0
+  private start: number
+  /** The last closed window's mean gap, ms. */
+  value: number | undefined = undefined
+  closedAt = Number.NEGATIVE_INFINITY
+
+  constructor(now: number) {
+    this.start = now
+  }
+
+  /** Adds one gap; true when it closed a window (the value changed). */
+  record(gapMs: number, now: number, windowMs: number): boolean {
+    this.sum += gapMs
+    this.n++
+    if (now - this.start < windowMs) return false
+    this.value = this.sum / this.n
+    this.closedAt = now
+    this.sum = 0
+    this.n = 0
+    this.start = now
+    return true
+  }
+}
+
+export class DecodeGuard {
+  private readonly clock: Clock
+  private readonly windowMs: number
+  private readonly meters = new Map<string, ItlMeter>()
+  /** For each class: the tightest TPOT objective x (1 - margin) of it and the classes above it. */
+  private readonly limitMs = new Map<string, number>()
+  /** Called when a window closes (the guard may have opened). */
+  onChange: (() => void) | undefined = undefined
+
+  constructor(classes: readonly GuardedClass[], margin: number, windowMs: number, clock: Clock) {
+    this.clock = clock
+    this.windowMs = windowMs
+    for (const c of classes) {
+      let limit = Number.POSITIVE_INFINITY
+      for (const o of classes) {
+        if (o.priority <= c.priority && o.tpotMs !== undefined)
+          limit = Math.min(limit, o.tpotMs * (1 - margin))
+      }
+      this.limitMs.set(c.name, limit)
+    }
+  }
+
+  /** Records one inter-chunk gap of a stream from `endpoint`. */
+  observe(endpoint: string, gapMs: number, now: number): void {
+    let m = this.meters.get(endpoint)
+    if (m === undefined) {
+      m = new ItlMeter(now)
+      this.meters.set(endpoint, m)
+    }
+    if (m.record(gapMs, now, this.windowMs)) this.onChange?.()
+  }
+
+  /** The endpoint's current ITL, ms; undefined when nothing was measured in the last two windows. */
+  itl(endpoint: string): number | undefined {
+    const m = this.meters.get(endpoint)
+    if (m === undefined || this.clock.now() - m.closedAt > 2 * this.windowMs) return undefined
+    return m.value
+  }
+
+  /** True when `className` may add a request to `endpoint`'s running batch now. */
+  allows(className: string, endpoint: string): boolean {
+    const limit = this.limitMs.get(className) ?? Number.POSITIVE_INFINITY
+    if (limit === Number.POSITIVE_INFINITY) return true
+    const itl = this.itl(endpoint)
+    return itl === undefined || itl <= limit
+  }
+
+  state(): Record<string, number | null> {
+    return Object.fromEntries(
+      [...this.meters.keys()].map((e) => {
+        const v = this.itl(e)
+        return [e, v === undefined ? null : Math.round(v * 100) / 100]
+      }),
+    )
+  }
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest'
+import { DecodeGuard } from '../../../src/admission/decode-guard.js'
+import { ManualClock } from '../../../src/clock.js'
+
+const classes = [
+  { name: 'interactive', priority: 0, tpotMs: 50 },
+  { name: 'batch', priority: 1, tpotMs: undefined },
+]
+
+/** Feeds `n` gaps of `gapMs` to `endpoint`, one every `gapMs` of clock time. */
+function stream(g: DecodeGuard, clock: ManualClock, endpoint: string, gapMs: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    clock.advance(gapMs)
+    g.observe(endpoint, gapMs, clock.now())
+  }
+}
+
+describe('DecodeGuard', () => {
+  it('closes an endpoint to every class while its streams decode over the tightest objective above them', () => {
+    const clock = new ManualClock()
+    const g = new DecodeGuard(classes, 0.1, 200, clock)
+    expect(g.allows('batch', 'a')).toBe(true) // nothing measured yet
+    stream(g, clock, 'a', 60, 5)
+    expect(g.itl('a')).toBe(60)
+    expect(g.allows('batch', 'a')).toBe(false) // batch holds for interactive's objective
+    expect(g.allows('interactive', 'a')).toBe(false)
+    expect(g.allows('batch', 'b')).toBe(true) // per endpoint
+    stream(g, clock, 'a', 40, 6)
+    expect(g.itl('a')).toBe(40)
+    expect(g.allows('batch', 'a')).toBe(true) // 40 <= 50 x 0.9
+  })
+
+  it('learns from any class and signals each closed window', () => {
+    const clock = new ManualClock()
+    const g = new DecodeGuard(classes, 0.1, 100, clock)
+    let changes = 0
+    g.onChange = () => changes++
+    stream(g, clock, 'a', 10, 25) // 250 ms: two windows closed
+    expect(changes).toBe(2)
+  })
+
+  it('forgets an endpoint with no streams for two windows', () => {
+    const clock = new ManualClock()
+    const g = new DecodeGuard(classes, 0.1, 200, clock)
+    stream(g, clock, 'a', 80, 4)
+    expect(g.allows('batch', 'a')).toBe(false)
+    clock.advance(400)
+    expect(g.allows('batch', 'a')).toBe(false)
+    clock.advance(1)
+    expect(g.itl('a')).toBeUndefined()
+    expect(g.allows('batch', 'a')).toBe(true)
+  })
+
+  it('never holds a class with no objective at or above it', () => {
+    const clock = new ManualClock()
+    const g = new DecodeGuard([{ name: 'only', priority: 0, tpotMs: undefined }], 0.1, 100, clock)
+    stream(g, clock, 'a', 500, 3)
+    expect(g.allows('only', 'a')).toBe(true)
+  })
+})
