@@ -47,7 +47,7 @@ export class PoolAdmission {
   private readonly prefilling = new PrefillLedger()
   private readonly maxPrefillTokens: number
   private readonly guard: DecodeGuard
-  /** Classes whose TTFT the estimator learns from: those admitted on its prediction. */
+  /** Classes whose queue wait the estimator learns from: those admitted on its prediction. */
   private readonly learnFrom = new Set<string>()
   private readonly lastAdmitted = new Map<string, number>()
   private readonly probeIntervalMs: number
@@ -210,6 +210,8 @@ export class PoolAdmission {
     const release = lease.release.bind(lease)
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
     const endpoint = lease.endpoint.name
+    // A batch request's wait is for backfill, which the model does not (and need not)
+    // predict: learning from it would inflate every prediction.
     if (this.learnFrom.has(w.className)) this.estimator.observeQueue(w.prediction, queuedMs)
     w.serverFeatures = this.estimator.features(
       this.prefilling.at(endpoint),
@@ -245,20 +247,11 @@ export class PoolAdmission {
     const t = w.ticket
     const prompt = t.usage?.promptTokens ?? w.promptTokens
     this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
-    // A batch request's TTFT includes however long it waited for backfill, which the
-    // model does not (and need not) predict: learning from it would inflate every prediction.
-    if (
-      t.firstTokenAt !== undefined &&
-      t.dispatchedAt !== undefined &&
-      w.serverFeatures !== undefined &&
-      this.learnFrom.has(w.className)
-    ) {
-      this.estimator.observe(
-        w.serverFeatures,
-        t.firstTokenAt - t.dispatchedAt,
-        w.prediction,
-        t.firstTokenAt - t.arrivedAt,
-      )
+    // Every class teaches the server part (the engine does not know classes), so it keeps
+    // learning while a class is refused; only the queue part is per-class (see start()).
+    if (t.firstTokenAt !== undefined && t.dispatchedAt !== undefined && w.serverFeatures !== undefined) {
+      this.estimator.observeServer(w.serverFeatures, t.firstTokenAt - t.dispatchedAt)
+      if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, t.firstTokenAt - t.arrivedAt)
     }
   }
 

@@ -4,11 +4,12 @@
  * drives it:
  *
  *   TTFT = queue wait + server time
- *   queue wait  = 0 when the request can be dispatched at once, else  κ + λ · Q / D + μ · O / D
+ *   queue wait  = 0 when the request can be dispatched at once, else  κ + (λ · Q + μ · O) / D
  *   server time = α + β · P + γ · S
  *
  *   Q = prompt tokens queued in the gateway ahead of this request (its class and those
- *       above), O its own prompt tokens;
+ *       above);
+ *   O = its own prompt tokens;
  *   D = the pool's dispatch rate: prompt tokens per ms it released from a backlogged queue,
  *       measured (a moving ratio of tokens over time); the queue drains at the pace the
  *       dispatch gates allow, whatever holds them (prefill budget, KV, decode guard);
@@ -20,12 +21,14 @@
  *
  * κ (the wait for a gate to open when nothing is queued ahead: a prefill to finish, a
  * decode window to close), λ and μ start at 0, 1 and 1 and are fitted online by recursive least
- * squares to every queued request's wait (arrival to dispatch); α (fixed cost: the network,
- * scheduling), β (ms per prompt token) and γ (steps) start from the config hints (0,
- * 1 / prefill tokens/s, 1.5) and are fitted to every streamed request's time from dispatch
- * to first token, against the P and S its endpoint had at dispatch. D starts from the
- * prefill hint. The estimator's error is judged on the whole prediction (arrival to first
- * token).
+ * squares to every queued request's wait (arrival to dispatch) of the classes refused on
+ * their prediction (a batch request waits for backfill, which is not predicted); α (fixed
+ * cost: the network, scheduling), β (ms per prompt token) and γ (steps) start from the
+ * config hints (0, 1 / prefill tokens/s, 1.5) and are fitted to every streamed request's
+ * time from dispatch to first token, of every class (the engine does not know classes, and
+ * so the fit keeps learning while a class is refused), against the P and S its endpoint
+ * had at dispatch. D starts from the prefill hint. The error is judged on the whole
+ * prediction (arrival to first token) of the classes refused on it.
  */
 import type { Clock } from '../clock.js'
 import { Rls } from './rls.js'
@@ -97,9 +100,7 @@ export class TtftEstimator {
     return this.rateTokens / this.rateMs
   }
 
-  /**
-   * `aheadTokens`: prompt tokens queued ahead of this request; undefined when it goes at once.
-   */
+  /** `aheadTokens`: prompt tokens queued ahead of this request; undefined when it goes at once. */
   predict(view: ServerView, aheadTokens: number | undefined, ownTokens: number): Prediction {
     const rate = this.dispatchRate()
     const queueFeatures = aheadTokens === undefined ? undefined : [1, aheadTokens / rate, ownTokens / rate]
@@ -134,12 +135,13 @@ export class TtftEstimator {
       this.queueRls.update(predicted.queueFeatures, Math.max(0, waitedMs))
   }
 
-  /**
-   * Learns from a streamed request: `features` at its dispatch, `serverMs` dispatch to first
-   * token; `predicted` and `observedMs` (arrival to first token) judge the whole prediction.
-   */
-  observe(features: readonly number[], serverMs: number, predicted: Prediction, observedMs: number): void {
+  /** Learns the server part from a streamed request: `features` at dispatch, `serverMs` dispatch to first token. */
+  observeServer(features: readonly number[], serverMs: number): void {
     this.rls.update(features, Math.max(0, serverMs))
+  }
+
+  /** Judges a whole prediction against the observed TTFT (arrival to first token). */
+  judge(predicted: Prediction, observedMs: number): void {
     const rel = (predicted.totalMs - observedMs) / Math.max(observedMs, 1)
     this.samples++
     this.meanAbsErr += ERROR_ALPHA * (Math.abs(rel) - this.meanAbsErr)

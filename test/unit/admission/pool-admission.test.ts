@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { PoolAdmission, type Waiting } from '../../../src/admission/pool-admission.js'
 import type { Lease } from '../../../src/backends/types.js'
-import { systemClock } from '../../../src/clock.js'
+import { ManualClock, systemClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import type { GatewayError } from '../../../src/errors.js'
 import { Ticket } from '../../../src/ticket.js'
@@ -84,6 +84,37 @@ describe('PoolAdmission', () => {
     for (let i = 1; i < 4; i++) pa.place(item(`i${i}`, 'interactive', 't'), 't', 1, far)
     for (let n = 0; n < 6; n++) completeOne(pa)
     expect(dispatched.map((d) => d.id)).toEqual(['i0', 'i1', 'i2', 'i3', 'b0', 'b1', 'b2'])
+    pa.close()
+  })
+
+  it('holds every class off an endpoint whose streams decode over the TPOT objective, then resumes', () => {
+    dispatched = []
+    const pool = new FakePool()
+    pool.slots = 10
+    const clock = new ManualClock()
+    const pa = new PoolAdmission(pool, config.classes, config.admission, clock)
+    const far = clock.now() + 60_000
+    const first = item('i0', 'interactive', 't')
+    pa.place(first, 't', 1, far)
+    expect(dispatched.map((d) => d.id)).toEqual(['i0'])
+    first.ticket.onPrefilled?.() // its prompt is done: the prefill budget is free again
+    const onToken = first.ticket.onToken as (gapMs: number, now: number) => void
+    // one decode window (200 ms) of 80 ms gaps: over interactive's 50 ms x 0.9
+    for (let i = 0; i < 4; i++) {
+      clock.advance(80)
+      onToken(80, clock.now())
+    }
+    pa.place(item('b0', 'batch', 't'), 't', 1, far)
+    pa.place(item('i1', 'interactive', 't'), 't', 1, far)
+    pa.pump()
+    expect(dispatched.map((d) => d.id)).toEqual(['i0'])
+    // the next window decodes at 30 ms: the guard opens, interactive first
+    for (let i = 0; i < 8; i++) {
+      clock.advance(30)
+      onToken(30, clock.now())
+    }
+    pa.pump()
+    expect(dispatched.map((d) => d.id)).toEqual(['i0', 'i1', 'b0'])
     pa.close()
   })
 

@@ -48,12 +48,13 @@ describe('TtftEstimator', () => {
       const ahead = rnd() < 0.5 ? undefined : rnd() * 5000
       const p = e.predict(view(pending, step), ahead, own)
       const server = 5 + 0.025 * (pending + own) + 1.2 * step // the "true" server
-      const wait = ahead === undefined ? 0 : 30 + (0.5 * (ahead + own)) / e.dispatchRate()
+      const wait = ahead === undefined ? 0 : 30 + (0.5 * ahead + 0.2 * own) / e.dispatchRate()
       e.observeQueue(p, wait)
-      e.observe(e.features(pending, own, step), server, p, wait + server)
+      e.observeServer(e.features(pending, own, step), server)
+      e.judge(p, wait + server)
     }
     const p = e.predict(view(1000, 20), 2000, 1000)
-    const truth = 5 + 0.025 * 2000 + 1.2 * 20 + 30 + (0.5 * 3000) / e.dispatchRate()
+    const truth = 5 + 0.025 * 2000 + 1.2 * 20 + 30 + (0.5 * 2000 + 0.2 * 1000) / e.dispatchRate()
     expect(Math.abs(p.totalMs - truth) / truth).toBeLessThan(0.05)
     const s = e.state() as { meanAbsRelativeError: number }
     expect(s.meanAbsRelativeError).toBeLessThan(0.05)
