@@ -168,6 +168,8 @@ export function targetsSection(
   cap: CapacityFacts,
   slo: { ttftMs: number },
   pooledEstimator: EstimatorError,
+  /** Batch output tok/s through the gateway with no interactive traffic (the flood alone). */
+  batchAlone?: number,
 ): void {
   const at = (x: number) => levels.find((l) => l.level === x)
   const base = at(1)?.runs.gateway?.perClass.interactive
@@ -228,6 +230,18 @@ export function targetsSection(
       verdict(Number.isFinite(share) ? share >= TARGETS.batchShare : undefined),
       `interactive used ${pct(1 - left.share)} of the prefill capacity; sim busy ${pct(r.simBusy)}`,
     ])
+    if (batchAlone !== undefined && batchAlone > 0) {
+      // The same share of what batch gets through the gateway alone: the decode guard holds
+      // it to interactive's TPOT objective even then, so that is its ceiling here.
+      const leftHeld = batchAlone * left.share
+      const heldShare = r.perClass.batch.throughputTokS / leftHeld
+      rows.push([
+        `(supplementary) the same against the flood alone through the gateway (${fmt(batchAlone, 0)} tok/s) × the share left`,
+        `${fmt(r.perClass.batch.throughputTokS, 0)} of ${fmt(leftHeld, 0)} tok/s = ${pct(heldShare)}`,
+        verdict(Number.isFinite(heldShare) ? heldShare >= TARGETS.batchShare : undefined),
+        'steps held to the TPOT objective carry less prefill than the FCFS saturation steps the capacity is measured with',
+      ])
+    }
   }
   const e = pooledEstimator
   rows.push([
