@@ -7,7 +7,6 @@
 export class PrefillLedger {
   private readonly byEndpoint = new Map<string, number>()
   private readonly requests = new Map<string, number>()
-  private sum = 0
 
   /** Tokens awaiting their first token at `endpoint`. */
   at(endpoint: string): number {
@@ -19,22 +18,16 @@ export class PrefillLedger {
     return this.requests.get(endpoint) ?? 0
   }
 
-  get total(): number {
-    return this.sum
-  }
-
   /** Counts `tokens` sent to `endpoint`; the returned function uncounts them (once). */
   add(endpoint: string, tokens: number): () => void {
     this.byEndpoint.set(endpoint, this.at(endpoint) + tokens)
     this.requests.set(endpoint, this.requestsAt(endpoint) + 1)
-    this.sum += tokens
     let done = false
     return () => {
       if (done) return
       done = true
       this.byEndpoint.set(endpoint, this.at(endpoint) - tokens)
       this.requests.set(endpoint, this.requestsAt(endpoint) - 1)
-      this.sum -= tokens
     }
   }
 

@@ -208,6 +208,12 @@ async function main(): Promise<void> {
     }
     const summary = (label: string, m: SegmentMetrics) => {
       const i = m.perClass.interactive
+      if (i.offered === 0) {
+        log(
+          `${label}: batch ${m.perClass.batch.throughputTokS.toFixed(0)} tok/s; sim busy ${(m.simBusy * 100).toFixed(0)}%`,
+        )
+        return
+      }
       log(
         `${label}: interactive goodput ${i.goodputRps.toFixed(2)} req/s (TTFT-only ${i.ttftGoodputRps.toFixed(2)}), ` +
           `attainment ${(i.attainmentOffered * 100).toFixed(0)}% of offered / ${(i.attainmentAdmitted * 100).toFixed(0)}% of admitted, ` +
