@@ -52,10 +52,14 @@ export function serverView(
   pendingTokens: (endpoint: string) => number,
 ): ServerView {
   let pending = 0
+  let foreign = 0
   let steps = 0
   let measured = 0
   for (const v of views) {
-    pending += Math.max(pendingTokens(v.name), v.effective.waiting * meanPromptTokens)
+    const own = pendingTokens(v.name)
+    const waiting = v.effective.waiting * meanPromptTokens
+    pending += Math.max(own, waiting)
+    foreign += Math.max(0, waiting - own)
     const s = stepMs(v.name)
     if (s !== undefined) {
       steps += s
@@ -66,6 +70,7 @@ export function serverView(
   return {
     endpoints: views.length,
     pendingTokens: pending / n,
+    foreignTokens: foreign / n,
     stepMs: measured === 0 ? undefined : steps / measured,
   }
 }
