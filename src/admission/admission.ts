@@ -125,11 +125,9 @@ export class Admission {
       return { kind: 'reject', error }
     }
     const now = this.clock.now()
-    // Queued, a request is shed once it can no longer meet its class's objectives, by the
-    // same rule it was admitted on: its wait so far + its predicted server time within
-    // SLO x (1 - margin).
+    // Queued, a request is shed once it can no longer meet its class's objectives.
     let waitBudget = cls.max_queue_wait_ms
-    if (slo !== undefined) waitBudget = Math.min(waitBudget, budget - p.serverMs)
+    if (slo !== undefined) waitBudget = Math.min(waitBudget, slo - p.serverMs)
     if (cls.slo.e2e_ms !== undefined) waitBudget = Math.min(waitBudget, cls.slo.e2e_ms)
     return {
       kind: 'admit',
