@@ -52,14 +52,10 @@ export function serverView(
   pendingTokens: (endpoint: string) => number,
 ): ServerView {
   let pending = 0
-  let foreign = 0
   let steps = 0
   let measured = 0
   for (const v of views) {
-    const own = pendingTokens(v.name)
-    const waiting = v.effective.waiting * meanPromptTokens
-    pending += Math.max(own, waiting)
-    foreign += Math.max(0, waiting - own)
+    pending += Math.max(pendingTokens(v.name), v.effective.waiting * meanPromptTokens)
     const s = stepMs(v.name)
     if (s !== undefined) {
       steps += s
@@ -70,7 +66,6 @@ export function serverView(
   return {
     endpoints: views.length,
     pendingTokens: pending / n,
-    foreignTokens: foreign / n,
     stepMs: measured === 0 ? undefined : steps / measured,
   }
 }

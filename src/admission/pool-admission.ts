@@ -218,7 +218,7 @@ export class PoolAdmission {
       w.promptTokens,
       this.guard.itl(endpoint),
     )
-    this.estimator.onDispatch(w.promptTokens, this.prefilling.at(endpoint), queuedMs > 0)
+    this.estimator.onDispatch(w.promptTokens)
     const prefilled = this.prefilling.add(endpoint, w.promptTokens)
     w.ticket.onToken = (gapMs, now) => this.guard.observe(endpoint, gapMs, now)
     w.ticket.onPrefilled = () => {

@@ -14,9 +14,7 @@
  *       measured (a moving ratio of tokens over time); the queue drains at the pace the
  *       dispatch gates allow, whatever holds them (prefill budget, KV, decode guard);
  *   P = prompt tokens at the endpoint not yet prefilled (the gateway's prefill ledger, or
- *       the server's own waiting queue when that is longer) plus this request's prompt; for
- *       a request that must queue, the mean that queued requests met when dispatched (plus
- *       what waits at the servers beyond the gateway's own requests);
+ *       the server's own waiting queue when that is longer) plus this request's prompt;
  *   S = the endpoint's engine step time now (its streams' live inter-token latency): a
  *       request waits for the step in progress, then is prefilled in a step as long as the
  *       running batch and the other prompts in it make it.
@@ -48,8 +46,6 @@ export interface ServerView {
   readonly endpoints: number
   /** Prompt tokens not yet prefilled per endpoint (mean). */
   readonly pendingTokens: number
-  /** Of those, waiting at the servers beyond what the gateway sent (other clients), per endpoint. */
-  readonly foreignTokens: number
   /** The endpoints' step time now (mean live inter-token latency), ms; undefined when unmeasured. */
   readonly stepMs: number | undefined
 }
@@ -66,7 +62,6 @@ export interface Prediction {
 
 const ERROR_ALPHA = 0.05
 const RLS_FORGETTING = 0.995
-const PENDING_ALPHA = 0.05
 /** Weight kept per dispatch by the dispatch-rate meter (about the last 50 dispatches). */
 const RATE_DECAY = 0.98
 
@@ -79,8 +74,6 @@ export class TtftEstimator {
   private rateTokens: number
   private rateMs = 1000
   private backloggedSince: number | undefined = undefined
-  /** Mean prompt tokens pending at the endpoint when a queued request was dispatched. */
-  private queuedPending = 0
   private samples = 0
   private meanAbsErr = 0
   private meanErr = 0
@@ -112,11 +105,7 @@ export class TtftEstimator {
     const rate = this.dispatchRate()
     const queueFeatures = aheadTokens === undefined ? undefined : [1, aheadTokens / rate, ownTokens / rate]
     const queueMs = queueFeatures === undefined ? 0 : Math.max(0, this.queueRls.predict(queueFeatures))
-    // A queued request is dispatched when its endpoint has room: it will not meet the
-    // prompts pending there now but what queued requests typically meet at dispatch, and
-    // the servers' own queues of other clients' requests, which stay ahead of it.
-    const pending = queueFeatures === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens
-    const serverMs = Math.max(0, this.rls.predict(this.features(pending, ownTokens, view.stepMs)))
+    const serverMs = Math.max(0, this.rls.predict(this.features(view.pendingTokens, ownTokens, view.stepMs)))
     return { queueFeatures, queueMs, serverMs, totalMs: queueMs + serverMs }
   }
 
@@ -131,12 +120,8 @@ export class TtftEstimator {
     else this.backloggedSince = undefined
   }
 
-  /**
-   * `tokens` of prompt were dispatched to an endpoint that had `pendingTokens` not yet
-   * prefilled; `queued`: the request had waited in the queue.
-   */
-  onDispatch(tokens: number, pendingTokens: number, queued: boolean): void {
-    if (queued) this.queuedPending += PENDING_ALPHA * (pendingTokens - this.queuedPending)
+  /** `tokens` of prompt were dispatched from the queue (while it was backlogged). */
+  onDispatch(tokens: number): void {
     if (this.backloggedSince === undefined) return
     const now = this.clock.now()
     this.rateTokens = this.rateTokens * RATE_DECAY + tokens
@@ -170,7 +155,6 @@ export class TtftEstimator {
       model:
         'ttft = (queued ? kappa + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * pending_prompt_tokens + gamma * step_ms',
       dispatchTokensPerMs: round(this.dispatchRate(), 3),
-      queuedPendingTokens: Math.round(this.queuedPending),
       kappaMs: round(kappa ?? 0),
       lambda: round(lambda ?? 0, 3),
       mu: round(mu ?? 0, 3),
