@@ -3,6 +3,11 @@
  * servers of a pool look like to the estimator?
  */
 import type { EndpointView } from '../backends/types.js'
+import type { Clock } from '../clock.js'
+import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
+import type { Ticket } from '../ticket.js'
+import { DecodeGuard } from './decode-guard.js'
+import { PrefillLedger } from './prefill-ledger.js'
 import type { ServerView } from './ttft-estimator.js'
 
 export interface GateLimits {
@@ -40,32 +45,111 @@ export function kvFits(e: EndpointView, limits: GateLimits, kvTokens: number): b
 }
 
 /**
- * Sums the usable endpoints' load into what the estimator reads: `stepMs(name)` is an
- * endpoint's live step time (undefined when unmeasured), `pendingTokens(name)` the prompt
- * tokens the gateway sent it that are not prefilled yet; the endpoint's own waiting queue
- * (by its last scrape, corrected) counts when it is longer (other clients, restarts).
+ * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
+ * class's limit), the prefill budget (the gateway keeps at most
+ * max_prefill_tokens_per_endpoint of prompts awaiting their first token at one endpoint,
+ * always one request, so the queue forms in the gateway, in priority order, and not in the
+ * server's FCFS queue) and the decode guard.
  */
-export function serverView(
-  views: readonly EndpointView[],
-  meanPromptTokens: number,
-  stepMs: (endpoint: string) => number | undefined,
-  pendingTokens: (endpoint: string) => number,
-): ServerView {
-  let pending = 0
-  let steps = 0
-  let measured = 0
-  for (const v of views) {
-    pending += Math.max(pendingTokens(v.name), v.effective.waiting * meanPromptTokens)
-    const s = stepMs(v.name)
-    if (s !== undefined) {
-      steps += s
-      measured++
+export class EndpointGates {
+  private readonly limits = new Map<string, GateLimits>()
+  private readonly prefilling = new PrefillLedger()
+  private readonly guard: DecodeGuard
+  private readonly maxPrefillTokens: number
+
+  constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
+    this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
+    this.guard = new DecodeGuard(
+      Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
+      cfg.margin,
+      cfg.itl_window_ms,
+      clock,
+    )
+    for (const [name, c] of Object.entries(classes)) {
+      this.limits.set(name, {
+        maxKvUsage: c.max_kv_usage,
+        maxWaiting: cfg.max_server_waiting,
+        maxInflight: cfg.max_inflight_per_endpoint,
+      })
     }
   }
-  const n = Math.max(1, views.length)
-  return {
-    endpoints: views.length,
-    pendingTokens: pending / n,
-    stepMs: measured === 0 ? undefined : steps / measured,
+
+  /** Called when the decode guard may have opened (a decode window closed). */
+  set onChange(f: () => void) {
+    this.guard.onChange = f
+  }
+
+  /**
+   * The gate for one request of `className`: room in the prefill budget, a decode within
+   * the TPOT objectives (an aged request skips the guard, so nothing waits forever), and
+   * headroom.
+   */
+  open(
+    className: string,
+    kvTokens: number,
+    promptTokens: number,
+    aged = false,
+  ): (v: EndpointView) => boolean {
+    const limits = this.limits.get(className) as GateLimits
+    return (v) => {
+      const pending = this.prefilling.at(v.name)
+      if (pending > 0 && pending + promptTokens > this.maxPrefillTokens) return false
+      if (!aged && !this.guard.allows(className, v.name)) return false
+      return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
+    }
+  }
+
+  /** True when the endpoint has KV room for `kvTokens` under the class's limit. */
+  kvFits(className: string, v: EndpointView, kvTokens: number): boolean {
+    return kvFits(v, this.limits.get(className) as GateLimits, kvTokens)
+  }
+
+  /**
+   * What the estimator reads of these endpoints now: the prompt tokens the gateway sent
+   * each and that are not prefilled yet (the endpoint's own waiting queue, by its last
+   * scrape, corrected, counts when it is longer: other clients, restarts), and their live
+   * step time.
+   */
+  serverView(views: readonly EndpointView[], meanPromptTokens: number): ServerView {
+    let pending = 0
+    let steps = 0
+    let measured = 0
+    for (const v of views) {
+      pending += Math.max(this.prefilling.at(v.name), v.effective.waiting * meanPromptTokens)
+      const s = this.guard.itl(v.name)
+      if (s !== undefined) {
+        steps += s
+        measured++
+      }
+    }
+    return {
+      endpoints: views.length,
+      pendingTokens: pending / Math.max(1, views.length),
+      stepMs: measured === 0 ? undefined : steps / measured,
+    }
+  }
+
+  /** Prompt tokens sent to `endpoint` and not prefilled yet. */
+  pendingAt(endpoint: string): number {
+    return this.prefilling.at(endpoint)
+  }
+
+  /** The endpoint's live step time, ms (undefined when unmeasured). */
+  itl(endpoint: string): number | undefined {
+    return this.guard.itl(endpoint)
+  }
+
+  /**
+   * A request of `promptTokens` was sent to `endpoint`: counts its prompt until its first
+   * token, and its stream's token gaps into the endpoint's ITL. Returns the call that
+   * uncounts the prompt (once).
+   */
+  dispatched(endpoint: string, promptTokens: number, ticket: Ticket): () => void {
+    ticket.onToken = (gapMs, now) => this.guard.observe(endpoint, gapMs, now)
+    return this.prefilling.add(endpoint, promptTokens)
+  }
+
+  state(): { prefillingTokens: Record<string, number>; itlMs: Record<string, number | null> } {
+    return { prefillingTokens: this.prefilling.state(), itlMs: this.guard.state() }
   }
 }

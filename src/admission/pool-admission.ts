@@ -6,15 +6,13 @@
  * class. It runs when something can have changed: a request arrives, a request ends
  * (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
  */
-import type { BackendPool, EndpointResult, EndpointView, Lease } from '../backends/types.js'
+import type { BackendPool, EndpointResult, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
-import { DecodeGuard } from './decode-guard.js'
-import { type GateLimits, hasHeadroom, kvFits, serverView } from './gate.js'
-import { PrefillLedger } from './prefill-ledger.js'
+import { EndpointGates } from './gate.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
 /** A request admitted to a pool, until it is dispatched, shed or cancelled. */
@@ -40,13 +38,10 @@ export class PoolAdmission {
   readonly pool: BackendPool
   readonly estimator: TtftEstimator
   private readonly queues: ClassQueues<Waiting>
-  private readonly limits = new Map<string, GateLimits>()
   private readonly classNames: readonly string[]
   /** Requests dispatched and not yet ended, per class. */
   private readonly inflight = new Map<string, number>()
-  private readonly prefilling = new PrefillLedger()
-  private readonly maxPrefillTokens: number
-  private readonly guard: DecodeGuard
+  private readonly gates: EndpointGates
   /** Classes whose queue wait the estimator learns from: those admitted on its prediction. */
   private readonly learnFrom = new Set<string>()
   private readonly lastAdmitted = new Map<string, number>()
@@ -74,63 +69,15 @@ export class PoolAdmission {
       queueLimitBytes: c.queue_limit_bytes,
       maxQueueWaitMs: c.max_queue_wait_ms,
     }))
-    this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
     this.queues = new ClassQueues<Waiting>({ classes: defs, clock, agingMs: cfg.aging_ms })
     this.agingMs = cfg.aging_ms
     this.probeIntervalMs = cfg.probe_interval_ms
     // the priors are trusted for one probe interval from the start
     for (const name of Object.keys(classes)) this.lastAdmitted.set(name, clock.now())
-    this.guard = new DecodeGuard(
-      Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
-      cfg.margin,
-      cfg.itl_window_ms,
-      clock,
-    )
-    this.guard.onChange = () => this.schedulePump()
+    this.gates = new EndpointGates(classes, cfg, clock)
+    this.gates.onChange = () => this.schedulePump()
     this.classNames = defs.map((d) => d.name)
-    for (const [name, c] of Object.entries(classes)) {
-      if (c.reject_on_ttft) this.learnFrom.add(name)
-      this.limits.set(name, {
-        maxKvUsage: c.max_kv_usage,
-        maxWaiting: cfg.max_server_waiting,
-        maxInflight: cfg.max_inflight_per_endpoint,
-      })
-    }
-  }
-
-  private usableViews(): EndpointView[] {
-    return this.pool.views()
-  }
-
-  /**
-   * Headroom for the class (queue, KV, batch), room in the endpoint's prefill budget and a
-   * decode within the TPOT objectives (the decode guard; an aged request skips it, so
-   * nothing waits forever): the gateway keeps at most max_prefill_tokens_per_endpoint of
-   * prompts waiting for their first token at one endpoint (always one request), so the
-   * queue forms here, in priority order, and not in the server's FCFS queue.
-   */
-  private gate(
-    className: string,
-    kvTokens: number,
-    promptTokens: number,
-    aged = false,
-  ): (v: EndpointView) => boolean {
-    const limits = this.limits.get(className) as GateLimits
-    return (v) => {
-      const pending = this.prefilling.at(v.name)
-      if (pending > 0 && pending + promptTokens > this.maxPrefillTokens) return false
-      if (!aged && !this.guard.allows(className, v.name)) return false
-      return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
-    }
-  }
-
-  private serverView(views: readonly EndpointView[]) {
-    return serverView(
-      views,
-      this.meanPrompt,
-      (e) => this.guard.itl(e),
-      (e) => this.prefilling.at(e),
-    )
+    for (const [name, c] of Object.entries(classes)) if (c.reject_on_ttft) this.learnFrom.add(name)
   }
 
   /**
@@ -144,12 +91,11 @@ export class PoolAdmission {
     promptTokens: number,
     kvTokens: number,
   ): { prediction: Prediction; usable: number; kvBlocked: boolean } {
-    const views = this.usableViews()
-    const view = this.serverView(views)
-    const open = this.gate(className, kvTokens, promptTokens)
-    const blocked = !views.some(open)
-    const limits = this.limits.get(className) as GateLimits
-    const kvBlocked = blocked && views.length > 0 && !views.some((v) => kvFits(v, limits, kvTokens))
+    const views = this.pool.views()
+    const view = this.gates.serverView(views, this.meanPrompt)
+    const blocked = !views.some(this.gates.open(className, kvTokens, promptTokens))
+    const kvBlocked =
+      blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
     const ahead = this.queues.costAhead(className)
     const queued = ahead > 0 || blocked ? ahead : undefined
     const prediction = this.estimator.predict(view, queued, promptTokens)
@@ -162,10 +108,6 @@ export class PoolAdmission {
   }
 
   /**
-   * Places an admitted request: dispatched at once when nothing of its class or above
-   * waits and an endpoint has headroom, else queued until `deadline`.
-   */
-  /**
    * True when this class has had nothing admitted for probe_interval_ms: the next request
    * goes in against a refusing prediction, so the estimator keeps learning from outcomes
    * (refusals teach it nothing, and a wrong fit would otherwise refuse forever).
@@ -175,10 +117,14 @@ export class PoolAdmission {
     return last !== undefined && this.clock.now() - last >= this.probeIntervalMs
   }
 
+  /**
+   * Places an admitted request: dispatched at once when nothing of its class or above
+   * waits and an endpoint has headroom, else queued until `deadline`.
+   */
   place(w: Waiting, tenant: string, weight: number, deadline: number): 'ok' | 'queue_full' {
     this.lastAdmitted.set(w.className, this.clock.now())
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
-      const lease = this.pool.acquire(w.kvTokens, this.gate(w.className, w.kvTokens, w.promptTokens))
+      const lease = this.pool.acquire(w.kvTokens, this.gates.open(w.className, w.kvTokens, w.promptTokens))
       if (lease !== undefined) {
         this.start(w, lease, 0)
         return 'ok'
@@ -214,13 +160,12 @@ export class PoolAdmission {
     // predict: learning from it would inflate every prediction.
     if (this.learnFrom.has(w.className)) this.estimator.observeQueue(w.prediction, queuedMs)
     w.serverFeatures = this.estimator.features(
-      this.prefilling.at(endpoint),
+      this.gates.pendingAt(endpoint),
       w.promptTokens,
-      this.guard.itl(endpoint),
+      this.gates.itl(endpoint),
     )
     this.estimator.onDispatch(w.promptTokens)
-    const prefilled = this.prefilling.add(endpoint, w.promptTokens)
-    w.ticket.onToken = (gapMs, now) => this.guard.observe(endpoint, gapMs, now)
+    const prefilled = this.gates.dispatched(endpoint, w.promptTokens, w.ticket)
     w.ticket.onPrefilled = () => {
       w.ticket.onPrefilled = undefined
       prefilled()
@@ -278,7 +223,7 @@ export class PoolAdmission {
           const aged = this.queues.oldestWaitMs(name, this.clock.now()) >= this.agingMs
           const lease = this.pool.acquire(
             head.kvTokens,
-            this.gate(name, head.kvTokens, head.promptTokens, aged),
+            this.gates.open(name, head.kvTokens, head.promptTokens, aged),
           )
           // Strict priority: when the first class with work cannot go, nothing below it goes.
           if (lease === undefined) break
@@ -349,8 +294,7 @@ export class PoolAdmission {
         this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
-      prefillingTokens: this.prefilling.state(),
-      itlMs: this.guard.state(),
+      ...this.gates.state(),
       estimator: this.estimator.state(),
     }
   }
