@@ -8,6 +8,7 @@
  */
 import type { Dispatcher } from 'undici'
 import { type Arrival, promptText } from './admission-workload.js'
+import { SseSplitter } from './sse-split.js'
 
 export interface Outcome {
   readonly arrival: Arrival
@@ -97,22 +98,19 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
       return o
     }
     res.body.setEncoding('utf8')
-    let carry = ''
-    for await (const piece of res.body as AsyncIterable<string>) {
-      const now = performance.now() - ctx.t0
-      carry += piece
-      let end = carry.indexOf('\n\n')
-      while (end >= 0) {
-        const event = carry.slice(0, end)
-        carry = carry.slice(end + 2)
-        end = carry.indexOf('\n\n')
-        if (!event.startsWith('data:')) continue
-        if (event.includes('"choices":[{')) o.tokenMs.push(now)
-        else if (event.includes('"usage"')) {
-          const m = USAGE.exec(event)
-          if (m?.[1] !== undefined) o.usageTokens = Number(m[1])
-        }
+    const sse = new SseSplitter()
+    let now = 0
+    const onEvent = (event: string) => {
+      if (!event.startsWith('data:')) return
+      if (event.includes('"choices":[{')) o.tokenMs.push(now)
+      else if (event.includes('"usage"')) {
+        const m = USAGE.exec(event)
+        if (m?.[1] !== undefined) o.usageTokens = Number(m[1])
       }
+    }
+    for await (const piece of res.body as AsyncIterable<string>) {
+      now = performance.now() - ctx.t0
+      sse.push(piece, onEvent)
     }
     o.done = true
   } catch (err) {

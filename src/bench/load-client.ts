@@ -16,6 +16,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type Dispatcher, Pool } from 'undici'
+import { SseSplitter } from './sse-split.js'
 
 export interface RequestSpec {
   readonly method?: 'GET' | 'POST'
@@ -61,25 +62,22 @@ export function connect(origin: string, connections: number): Pool {
   })
 }
 
-/** Events split on a blank line written as LF LF (as vLLM, OpenAI and the trivial upstream do; not CRLF). */
+/** The arrival time of each data event, and the delay of each upstream stamp. */
 async function readSse(body: Dispatcher.ResponseData['body'], startNs: bigint) {
   const eventsMs: number[] = []
   const stampDelaysMs: number[] = []
-  let carry = ''
+  const sse = new SseSplitter()
+  let nowNs = startNs
+  const onEvent = (event: string) => {
+    if (!event.startsWith('data:') || event.startsWith('data: [DONE]')) return
+    eventsMs.push(Number(nowNs - startNs) / 1e6)
+    const m = STAMP.exec(event)
+    if (m?.[1] !== undefined) stampDelaysMs.push(Number(nowNs - BigInt(m[1])) / 1e6)
+  }
   body.setEncoding('utf8')
   for await (const piece of body as AsyncIterable<string>) {
-    const nowNs = process.hrtime.bigint()
-    carry += piece
-    let end = carry.indexOf('\n\n')
-    while (end >= 0) {
-      const event = carry.slice(0, end)
-      carry = carry.slice(end + 2)
-      end = carry.indexOf('\n\n')
-      if (!event.startsWith('data:') || event.startsWith('data: [DONE]')) continue
-      eventsMs.push(Number(nowNs - startNs) / 1e6)
-      const m = STAMP.exec(event)
-      if (m?.[1] !== undefined) stampDelaysMs.push(Number(nowNs - BigInt(m[1])) / 1e6)
-    }
+    nowNs = process.hrtime.bigint()
+    sse.push(piece, onEvent)
   }
   return { eventsMs, stampDelaysMs }
 }

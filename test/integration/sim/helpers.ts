@@ -1,3 +1,5 @@
+import { SseSplitter } from '../../../src/bench/sse-split.js'
+
 export interface SseEvent {
   /** performance.now() when the event arrived. */
   readonly t: number
@@ -25,7 +27,7 @@ export async function postStream(url: string, body: unknown, signal?: AbortSigna
   })
   const events: SseEvent[] = []
   let raw = ''
-  let buf = ''
+  const sse = new SseSplitter()
   const reader = res.body?.getReader()
   const dec = new TextDecoder()
   if (reader !== undefined) {
@@ -35,14 +37,9 @@ export async function postStream(url: string, body: unknown, signal?: AbortSigna
       const t = performance.now()
       const s = dec.decode(value, { stream: true })
       raw += s
-      buf += s
-      let i = buf.indexOf('\n\n')
-      while (i !== -1) {
-        const ev = buf.slice(0, i)
-        buf = buf.slice(i + 2)
+      sse.push(s, (ev) => {
         if (ev.startsWith('data: ')) events.push({ t, data: ev.slice(6) })
-        i = buf.indexOf('\n\n')
-      }
+      })
     }
   }
   const chunks = events
