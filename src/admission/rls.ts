@@ -1,11 +1,21 @@
 /**
- * Recursive least squares with exponential forgetting, weights kept non-negative: fits y ≈ w·x online, one
+ * Recursive least squares with exponential forgetting: fits y ≈ w·x online, one
  * observation at a time, in O(k²) for k features (k = 3 here), no history kept.
  * Forgetting (lambda < 1) lets the fit follow a server whose speed changes.
+ *
+ * Predictions use weights kept at 0 or above (every term of the TTFT model is a cost, and
+ * a negative weight from nearly collinear features predicts nonsense elsewhere): the fit,
+ * with each negative weight set to 0 and the others moved to where the fit's covariance
+ * says they belong given that (a projection in its metric, so a constant and a step time
+ * that moved together keep predicting what they predicted together). The fit itself stays
+ * unconstrained: clamping inside it leaves the covariance believing a correction was made
+ * that was not, and the other weights then run away to make up for it.
  */
 export class Rls {
   readonly k: number
+  /** The weights predictions use: the fit's, projected onto w >= 0. */
   readonly w: number[]
+  private readonly raw: number[]
   private readonly p: number[][]
   private readonly lambda: number
 
@@ -18,6 +28,7 @@ export class Rls {
   constructor(initial: readonly number[], lambda = 0.995, spread: number | readonly number[] = 30) {
     this.k = initial.length
     this.w = [...initial]
+    this.raw = [...initial]
     this.lambda = lambda
     const s = (i: number) => (typeof spread === 'number' ? spread : (spread[i] as number))
     this.p = initial.map((_, i) => initial.map((_, j) => (i === j ? s(i) ** 2 : 0)))
@@ -40,17 +51,34 @@ export class Rls {
     }
     let denom = this.lambda
     for (let i = 0; i < k; i++) denom += (x[i] as number) * (px[i] as number)
-    const err = y - this.predict(x)
-    for (let i = 0; i < k; i++) {
-      // Projected onto w >= 0: every term of the TTFT model is a cost, and a negative weight
-      // (nearly collinear features fitted by least squares) predicts nonsense elsewhere.
-      this.w[i] = Math.max(0, (this.w[i] as number) + ((px[i] as number) / denom) * err)
-    }
+    let fitted = 0
+    for (let i = 0; i < k; i++) fitted += (this.raw[i] as number) * (x[i] as number)
+    const err = y - fitted
+    for (let i = 0; i < k; i++) this.raw[i] = (this.raw[i] as number) + ((px[i] as number) / denom) * err
     for (let i = 0; i < k; i++) {
       const row = this.p[i] as number[]
       for (let j = 0; j < k; j++) {
         row[j] = ((row[j] as number) - ((px[i] as number) * (px[j] as number)) / denom) / this.lambda
       }
     }
+    this.project()
+  }
+
+  /** w = the fit with its negative weights moved to 0, one at a time, along the covariance. */
+  private project(): void {
+    const w = this.w
+    for (let i = 0; i < this.k; i++) w[i] = this.raw[i] as number
+    for (let round = 0; round < this.k; round++) {
+      let j = -1
+      for (let i = 0; i < this.k; i++)
+        if ((w[i] as number) < 0 && (j < 0 || (w[i] as number) < (w[j] as number))) j = i
+      if (j < 0) return
+      const pj = this.p[j] as number[]
+      const pjj = pj[j] as number
+      const wj = w[j] as number
+      for (let i = 0; i < this.k; i++) w[i] = (w[i] as number) - ((pj[i] as number) / pjj) * wj
+      w[j] = 0
+    }
+    for (let i = 0; i < this.k; i++) w[i] = Math.max(0, w[i] as number)
   }
 }
