@@ -12,7 +12,7 @@
  *   leaves to batch.
  */
 import { SimEngine } from '../sim/engine.js'
-import type { SimProfile } from '../sim/profile-schema.js'
+import type { SimProfile, StepTimeModel } from '../sim/profile-schema.js'
 import { SimRequest, type TokenSink } from '../sim/sim-request.js'
 import {
   type Arrival,
@@ -178,10 +178,34 @@ export function interactiveSloCapacity(
   return { ratePerS: lo, attainment: best?.attainment ?? Number.NaN, durationMs, probes }
 }
 
-export interface Saturation {
+export interface Saturation extends EngineWorkRates {
   readonly requestsPerS: number
   readonly promptTokensPerS: number
   readonly outputTokensPerS: number
+}
+
+/** Token rates the engine's marginal work follows (see engineWorkMsPerS). */
+export interface EngineWorkRates {
+  readonly promptTokS: number
+  /** Output tokens after each request's first: each is one sequence in one decode step. */
+  readonly decodeTokS: number
+  /** The context (prompt + earlier output) each of those decode steps read for its sequence. */
+  readonly decodeContextTokS: number
+}
+
+/**
+ * Model ms per second of engine work these token rates take, by the profile's step-time model,
+ * without each step's base (the weight-read floor that every step pays whatever it carries):
+ * prompt tokens at the prefill and context cost, decoded tokens at the per-sequence cost plus
+ * their context read. What a class "uses" of the server, comparable across mixes of prompt and
+ * output lengths, which prompt tokens alone are not.
+ */
+export function engineWorkMsPerS(m: StepTimeModel, r: EngineWorkRates): number {
+  return (
+    r.promptTokS * (m.perPrefillTokenMs + m.perContextTokenMs) +
+    r.decodeTokS * m.perDecodeSeqMs +
+    r.decodeContextTokS * m.perContextTokenMs
+  )
 }
 
 /**
@@ -201,9 +225,26 @@ export function saturation(
   const to = out[Math.floor(out.length * 0.8)] as VirtualOutcome
   const mid = out.filter((o) => o.endMs > from.endMs && o.endMs <= to.endMs)
   const sec = (to.endMs - from.endMs) / 1000
-  const tokens = mid.reduce((a, o) => a + o.arrival.outputTokens, 0)
-  const prompt = mid.reduce((a, o) => a + o.arrival.promptTokens, 0)
-  return { requestsPerS: mid.length / sec, promptTokensPerS: prompt / sec, outputTokensPerS: tokens / sec }
+  let tokens = 0
+  let prompt = 0
+  let decode = 0
+  let context = 0
+  for (const { arrival: a } of mid) {
+    tokens += a.outputTokens
+    prompt += a.promptTokens
+    // output tokens 2..n, token i reading prompt + i: the same count as classMetrics' in a window
+    const n = a.outputTokens - 1
+    decode += n
+    context += n * a.promptTokens + (n * (n + 1)) / 2
+  }
+  return {
+    requestsPerS: mid.length / sec,
+    promptTokensPerS: prompt / sec,
+    outputTokensPerS: tokens / sec,
+    promptTokS: prompt / sec,
+    decodeTokS: decode / sec,
+    decodeContextTokS: context / sec,
+  }
 }
 
 export interface VirtualLevel {

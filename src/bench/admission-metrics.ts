@@ -73,6 +73,10 @@ export interface ClassMetrics {
   readonly throughputTokS: number
   /** Prompt tokens of requests whose first token came within the window, per second. */
   readonly promptTokS: number
+  /** Output tokens within the window after each request's first (decode steps), per second. */
+  readonly decodeTokS: number
+  /** Over those tokens, the context each one's step read (prompt + tokens before it), per second. */
+  readonly decodeContextTokS: number
   readonly rejectionRate: number
   readonly degradationRate: number
   /** |predicted − actual| / actual over admitted streamed requests with a prediction. */
@@ -224,9 +228,17 @@ export function classMetrics(
   }
   let tokensInWindow = 0
   let promptInWindow = 0
+  let decodeInWindow = 0
+  let decodeContext = 0
   for (const o of everything) {
     if (o.arrival.cls !== cls) continue
-    for (const t of o.tokenMs) if (t >= winFrom && t < winTo) tokensInWindow++
+    o.tokenMs.forEach((t, i) => {
+      if (t < winFrom || t >= winTo) return
+      tokensInWindow++
+      if (i === 0) return
+      decodeInWindow++
+      decodeContext += o.arrival.promptTokens + i
+    })
     const first = o.tokenMs[0]
     if (first !== undefined && first >= winFrom && first < winTo) promptInWindow += o.arrival.promptTokens
   }
@@ -254,6 +266,8 @@ export function classMetrics(
     ttftGoodputRps: ttftGood / winSec,
     throughputTokS: tokensInWindow / winSec,
     promptTokS: promptInWindow / winSec,
+    decodeTokS: decodeInWindow / winSec,
+    decodeContextTokS: decodeContext / winSec,
     rejectionRate: offered > 0 ? rejected / offered : Number.NaN,
     degradationRate: admitted > 0 ? degraded / admitted : Number.NaN,
     estimator: estimatorError(errSigned),

@@ -2,6 +2,8 @@
  * The admission bench's report: setup, capacity, the targets (hit or miss, with the facts
  * behind each), and per class and level the measured figures, direct and through the gateway.
  */
+import type { StepTimeModel } from '../sim/profile-schema.js'
+import { type EngineWorkRates, engineWorkMsPerS, type Saturation } from './admission-capacity.js'
 import type { ClassMetrics, EstimatorError, Quantiles, SegmentMetrics } from './admission-metrics.js'
 import type { BenchClass } from './admission-workload.js'
 import { fmt, type Report } from './report.js'
@@ -19,8 +21,10 @@ export interface CapacityFacts {
   /** Interactive SLO capacity, requests/s (1×). */
   readonly interactiveRps: number
   /** Saturation of each class alone. */
-  readonly interactiveSat: { requestsPerS: number; promptTokensPerS: number; outputTokensPerS: number }
-  readonly batchSat: { requestsPerS: number; promptTokensPerS: number; outputTokensPerS: number }
+  readonly interactiveSat: Saturation
+  readonly batchSat: Saturation
+  /** The simulated engine's step-time model (what a class's work costs). */
+  readonly stepTime: StepTimeModel
 }
 
 export interface Targets {
@@ -45,9 +49,14 @@ export const ms = (q: Quantiles, key: 'p50' | 'p99') =>
   `${q.lowestCensored <= q[key] ? '≥' : ''}${fmt(q[key], 0)}`
 const verdict = (ok: boolean | undefined) => (ok === undefined ? 'n/a' : ok ? '**hit**' : '**MISS**')
 
-/** Output tokens/s batch could have had at this level: batch saturation × the share interactive left. */
+/**
+ * Output tokens/s batch could have had at this level: batch saturation × the share interactive
+ * left, the share interactive used = its engine work in the window (prefill and decode, by the
+ * step-time model) ÷ the engine work of interactive saturation.
+ */
 export function leftoverForBatch(run: SegmentMetrics, cap: CapacityFacts): { share: number; tokS: number } {
-  const used = run.perClass.interactive.promptTokS / cap.interactiveSat.promptTokensPerS
+  const work = (r: EngineWorkRates) => engineWorkMsPerS(cap.stepTime, r)
+  const used = work(run.perClass.interactive) / work(cap.interactiveSat)
   const share = Math.max(0, 1 - used)
   return { share, tokS: share * cap.batchSat.outputTokensPerS }
 }
@@ -228,7 +237,7 @@ export function targetsSection(
       `batch throughput at ${l.level}× ≥ ${pct(TARGETS.batchShare, 0)} of the capacity interactive leaves`,
       `${fmt(r.perClass.batch.throughputTokS, 0)} of ${fmt(left.tokS, 0)} tok/s = ${pct(share)}`,
       verdict(Number.isFinite(share) ? share >= TARGETS.batchShare : undefined),
-      `interactive used ${pct(1 - left.share)} of the prefill capacity; sim busy ${pct(r.simBusy)}`,
+      `interactive used ${pct(1 - left.share)} of the engine; sim busy ${pct(r.simBusy)}`,
     ])
     if (batchAlone !== undefined && batchAlone > 0) {
       // The same share of what batch gets through the gateway alone: the decode guard holds

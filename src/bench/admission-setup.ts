@@ -2,7 +2,7 @@
  * The admission report's first part: how the bench was run, the workload, the simulator's
  * capacity and how it was measured. Everything a reader needs to redo or question the numbers.
  */
-import type { SloCapacity } from './admission-capacity.js'
+import { engineWorkMsPerS, type SloCapacity } from './admission-capacity.js'
 import { gatewayConfig } from './admission-child.js'
 import type { BenchFile } from './admission-config.js'
 import type { CapacityFacts } from './admission-report.js'
@@ -135,12 +135,14 @@ export function setupSection(report: Report, f: SetupFacts): void {
       `  (${file.capacity.probe_s} s of arrivals per probe, first 10% not counted; bisection to 2%). Probes (req/s → attainment): ${probes}.`,
       `- Saturation of each class alone (a standing backlog of ${file.capacity.backlog} requests, FCFS, throughput between the`,
       `  20th and 80th percentile of completions): interactive ${fmt(cap.interactiveSat.requestsPerS, 1)} req/s =`,
-      `  ${fmt(cap.interactiveSat.promptTokensPerS, 0)} prompt tok/s, ${fmt(cap.interactiveSat.outputTokensPerS, 0)} output tok/s;`,
-      `  batch ${fmt(cap.batchSat.requestsPerS, 1)} req/s = ${fmt(cap.batchSat.promptTokensPerS, 0)} prompt tok/s, ${fmt(cap.batchSat.outputTokensPerS, 0)} output tok/s.`,
+      `  ${fmt(cap.interactiveSat.promptTokensPerS, 0)} prompt tok/s, ${fmt(cap.interactiveSat.outputTokensPerS, 0)} output tok/s, ${fmt(engineWorkMsPerS(cap.stepTime, cap.interactiveSat), 0)} ms of engine work per s;`,
+      `  batch ${fmt(cap.batchSat.requestsPerS, 1)} req/s = ${fmt(cap.batchSat.promptTokensPerS, 0)} prompt tok/s, ${fmt(cap.batchSat.outputTokensPerS, 0)} output tok/s, ${fmt(engineWorkMsPerS(cap.stepTime, cap.batchSat), 0)} ms of work per s.`,
       '- **Capacity interactive leaves to batch** at a level = batch saturation output tok/s × (1 − u), u = the',
-      "  interactive prompt tokens the server prefilled per second in the window ÷ interactive saturation's",
-      '  prompt tok/s. Prefill is most of the work in this mix (25 µs per prompt token against a 6.5 ms step',
-      '  shared by the whole batch), so prompt tokens are the measure of how much of the server interactive took.',
+      '  engine work of the interactive tokens the server produced in the window ÷ the engine work of interactive',
+      "  saturation, both by the profile's step-time model without the per-step base: prompt tokens at the prefill",
+      '  and context cost, every later output token at the per-sequence cost and its context read. Prompt',
+      '  tokens alone would miss decode work: admission favours short prompts, so admitted interactive carries',
+      '  more output per prompt token than the stream it is drawn from.',
     ].join('\n'),
   )
 }

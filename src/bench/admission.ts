@@ -106,6 +106,7 @@ async function main(): Promise<void> {
     interactiveRps: capRun.ratePerS,
     interactiveSat: saturation(profile, spec, 'interactive', file.capacity.backlog),
     batchSat: saturation(profile, spec, 'batch', file.capacity.backlog),
+    stepTime: profile.stepTime,
   }
   const batchLoad = values['batch-load'] === undefined ? file.batch.load : Number(values['batch-load'])
   if (!(batchLoad >= 0))
