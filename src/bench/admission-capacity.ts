@@ -179,6 +179,8 @@ export function interactiveSloCapacity(
 }
 
 export interface Saturation extends EngineWorkRates {
+  /** Mean engine step at saturation, ms: the median TPOT of the requests counted. */
+  readonly stepMs: number
   readonly requestsPerS: number
   readonly promptTokensPerS: number
   readonly outputTokensPerS: number
@@ -238,6 +240,7 @@ export function saturation(
     context += n * a.promptTokens + (n * (n + 1)) / 2
   }
   return {
+    stepMs: percentile(sorted(mid.map((o) => o.tpotMs).filter((t) => Number.isFinite(t))), 50),
     requestsPerS: mid.length / sec,
     promptTokensPerS: prompt / sec,
     outputTokensPerS: tokens / sec,

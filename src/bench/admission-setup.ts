@@ -5,7 +5,7 @@
 import { engineWorkMsPerS, type SloCapacity } from './admission-capacity.js'
 import { gatewayConfig } from './admission-child.js'
 import type { BenchFile } from './admission-config.js'
-import type { CapacityFacts } from './admission-report.js'
+import { type CapacityFacts, heldCapacity, pct } from './admission-report.js'
 import { type LengthMix, lognormalParams, sampleMean } from './admission-workload.js'
 import { fmt, type Report } from './report.js'
 
@@ -137,12 +137,16 @@ export function setupSection(report: Report, f: SetupFacts): void {
       `  20th and 80th percentile of completions): interactive ${fmt(cap.interactiveSat.requestsPerS, 1)} req/s =`,
       `  ${fmt(cap.interactiveSat.promptTokensPerS, 0)} prompt tok/s, ${fmt(cap.interactiveSat.outputTokensPerS, 0)} output tok/s, ${fmt(engineWorkMsPerS(cap.stepTime, cap.interactiveSat), 0)} ms of engine work per s;`,
       `  batch ${fmt(cap.batchSat.requestsPerS, 1)} req/s = ${fmt(cap.batchSat.promptTokensPerS, 0)} prompt tok/s, ${fmt(cap.batchSat.outputTokensPerS, 0)} output tok/s, ${fmt(engineWorkMsPerS(cap.stepTime, cap.batchSat), 0)} ms of work per s.`,
-      '- **Capacity interactive leaves to batch** at a level = batch saturation output tok/s × (1 − u), u = the',
-      '  engine work of the interactive tokens the server produced in the window ÷ the engine work of interactive',
-      "  saturation, both by the profile's step-time model without the per-step base: prompt tokens at the prefill",
-      '  and context cost, every later output token at the per-sequence cost and its context read. Prompt',
-      '  tokens alone would miss decode work: admission favours short prompts, so admitted interactive carries',
-      '  more output per prompt token than the stream it is drawn from.',
+      `- **Capacity interactive leaves to batch** at a level = batch saturation × (h − u). u = the engine work of the`,
+      '  interactive tokens the server produced in the window ÷ the engine work of interactive saturation, both by',
+      "  the profile's step-time model without the per-step base: prompt tokens at the prefill and context cost,",
+      '  every later output token at the per-sequence cost and its context read (prompt tokens alone would miss',
+      '  decode work: admission favours short prompts, so admitted interactive carries more output per prompt',
+      `  token than its stream). h = ${pct(heldCapacity(cap))}: a server that serves interactive within its TPOT objective`,
+      `  runs steps of at most ${f.slo.tpotMs} ms, each paying the ${fmt(cap.stepTime.baseMs, 1)} ms base (${pct(cap.stepTime.baseMs / f.slo.tpotMs)} of its time),`,
+      `  where batch saturation's ${fmt(cap.batchSat.stepMs, 0)} ms steps pay ${pct(cap.stepTime.baseMs / cap.batchSat.stepMs)}; h is the capacity such a server keeps,`,
+      '  (1 − base / objective) ÷ (1 − base / saturation step). The report also gives the ratio against FCFS',
+      '  saturation (h = 1), the throughput of a server that serves interactive at no TPOT objective at all.',
     ].join('\n'),
   )
 }

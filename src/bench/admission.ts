@@ -107,6 +107,7 @@ async function main(): Promise<void> {
     interactiveSat: saturation(profile, spec, 'interactive', file.capacity.backlog),
     batchSat: saturation(profile, spec, 'batch', file.capacity.backlog),
     stepTime: profile.stepTime,
+    tpotObjectiveMs: slo.tpotMs,
   }
   const batchLoad = values['batch-load'] === undefined ? file.batch.load : Number(values['batch-load'])
   if (!(batchLoad >= 0))
@@ -264,8 +265,8 @@ async function main(): Promise<void> {
     let stateAfter: unknown
     let batchAlone: number | undefined
     if (paths.includes('gateway')) {
-      // Last, the flood alone: what batch gets through the gateway with no interactive at all,
-      // held to interactive's TPOT objective by the decode guard (the ceiling it backfills under).
+      // Last, the flood alone: what batch gets through the gateway once interactive stops (the
+      // decode guard still holds it to interactive's TPOT objective).
       const segments = [
         warmup(w.warmup_s * 1000),
         ...file.levels.map((x) => level(x)),
