@@ -88,9 +88,9 @@ export class Admission {
     const promptTokens = this.tokens.estimate(t.model ?? '', size.chars, size.messages)
     t.promptTokens = promptTokens
     const slo = cls.slo.ttft_ms
-    const budget = slo === undefined ? Number.POSITIVE_INFINITY : slo * (1 - this.config.admission.margin)
 
     let pa = this.poolAdmission(req.pool)
+    let budget = pa.ttftBudget(className)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let { prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens)
     if (usable === 0) return this.noBackend(t, req.pool)
@@ -100,6 +100,7 @@ export class Admission {
       if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) continue
       t.degraded.push(step.action)
       pa = this.poolAdmission(req.pool)
+      budget = pa.ttftBudget(className)
       kvTokens = promptTokens + req.choices * req.expectedOutput
       ;({ prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens))
       if (usable === 0) return this.noBackend(t, req.pool)

@@ -56,8 +56,10 @@ export class EndpointGates {
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
   private readonly maxPrefillTokens: number
+  private readonly clock: Clock
 
   constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
+    this.clock = clock
     this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
     this.guard = new DecodeGuard(
       Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
@@ -112,10 +114,14 @@ export class EndpointGates {
    */
   serverView(views: readonly EndpointView[], meanPromptTokens: number): ServerView {
     let pending = 0
+    let foreign = 0
     let steps = 0
     let measured = 0
     for (const v of views) {
-      pending += Math.max(this.prefilling.at(v.name), v.effective.waiting * meanPromptTokens)
+      const own = this.prefilling.at(v.name)
+      const waiting = v.effective.waiting * meanPromptTokens
+      pending += Math.max(own, waiting)
+      foreign += Math.max(0, waiting - own)
       const s = this.guard.itl(v.name)
       if (s !== undefined) {
         steps += s
@@ -125,8 +131,22 @@ export class EndpointGates {
     return {
       endpoints: views.length,
       pendingTokens: pending / Math.max(1, views.length),
+      foreignTokens: foreign / Math.max(1, views.length),
       stepMs: measured === 0 ? undefined : steps / measured,
     }
+  }
+
+  /**
+   * Milliseconds until one of these endpoints is expected to have prefill budget for
+   * `promptTokens` more (0 when one has it now): when the prompts pending there are
+   * expected to have their first tokens.
+   */
+  roomInMs(views: readonly EndpointView[], promptTokens: number): number {
+    const now = this.clock.now()
+    let best = Number.POSITIVE_INFINITY
+    for (const v of views)
+      best = Math.min(best, this.prefilling.roomInMs(v.name, promptTokens, this.maxPrefillTokens, now))
+    return Number.isFinite(best) ? best : 0
   }
 
   /** Prompt tokens sent to `endpoint` and not prefilled yet. */
@@ -140,13 +160,13 @@ export class EndpointGates {
   }
 
   /**
-   * A request of `promptTokens` was sent to `endpoint`: counts its prompt until its first
-   * token, and its stream's token gaps into the endpoint's ITL. Returns the call that
-   * uncounts the prompt (once).
+   * A request of `promptTokens` was sent to `endpoint`, its first token expected in
+   * `expectedMs`: counts its prompt until its first token, and its stream's token gaps
+   * into the endpoint's ITL. Returns the call that uncounts the prompt (once).
    */
-  dispatched(endpoint: string, promptTokens: number, ticket: Ticket): () => void {
+  dispatched(endpoint: string, promptTokens: number, expectedMs: number, ticket: Ticket): () => void {
     ticket.onToken = (gapMs, now) => this.guard.observe(endpoint, gapMs, now)
-    return this.prefilling.add(endpoint, promptTokens)
+    return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs)
   }
 
   state(): { prefillingTokens: Record<string, number>; itlMs: Record<string, number | null> } {

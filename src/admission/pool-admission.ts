@@ -13,6 +13,7 @@ import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
 import { EndpointGates } from './gate.js'
+import { TtftMargin } from './margin.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
 /** A request admitted to a pool, until it is dispatched, shed or cancelled. */
@@ -44,6 +45,8 @@ export class PoolAdmission {
   private readonly gates: EndpointGates
   /** Classes whose queue wait the estimator learns from: those admitted on its prediction. */
   private readonly learnFrom = new Set<string>()
+  /** Per class refused on its predicted TTFT: its objective and its margin. */
+  private readonly ttft = new Map<string, { sloMs: number; margin: TtftMargin }>()
   private readonly lastAdmitted = new Map<string, number>()
   private readonly probeIntervalMs: number
   private readonly agingMs: number
@@ -77,7 +80,15 @@ export class PoolAdmission {
     this.gates = new EndpointGates(classes, cfg, clock)
     this.gates.onChange = () => this.schedulePump()
     this.classNames = defs.map((d) => d.name)
-    for (const [name, c] of Object.entries(classes)) if (c.reject_on_ttft) this.learnFrom.add(name)
+    for (const [name, c] of Object.entries(classes)) {
+      if (!c.reject_on_ttft) continue
+      this.learnFrom.add(name)
+      if (c.slo.ttft_ms !== undefined)
+        this.ttft.set(name, {
+          sloMs: c.slo.ttft_ms,
+          margin: new TtftMargin(cfg.margin, cfg.ttft_miss_target),
+        })
+    }
   }
 
   /**
@@ -98,8 +109,15 @@ export class PoolAdmission {
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
     const ahead = this.queues.costAhead(className)
     const queued = ahead > 0 || blocked ? ahead : undefined
-    const prediction = this.estimator.predict(view, queued, promptTokens)
+    const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens)
+    const prediction = this.estimator.predict(view, queued, promptTokens, roomMs)
     return { prediction, usable: views.length, kvBlocked }
+  }
+
+  /** The predicted TTFT this class admits up to here: SLO × (1 − its margin); ∞ without one. */
+  ttftBudget(className: string): number {
+    const t = this.ttft.get(className)
+    return t === undefined ? Number.POSITIVE_INFINITY : t.sloMs * (1 - t.margin.value)
   }
 
   /** Time for everything queued ahead of this class to drain (Retry-After). */
@@ -158,14 +176,13 @@ export class PoolAdmission {
     const endpoint = lease.endpoint.name
     // A batch request's wait is for backfill, which the model does not (and need not)
     // predict: learning from it would inflate every prediction.
-    if (this.learnFrom.has(w.className)) this.estimator.observeQueue(w.prediction, queuedMs)
-    w.serverFeatures = this.estimator.features(
-      this.gates.pendingAt(endpoint),
-      w.promptTokens,
-      this.gates.itl(endpoint),
-    )
-    this.estimator.onDispatch(w.promptTokens)
-    const prefilled = this.gates.dispatched(endpoint, w.promptTokens, w.ticket)
+    const learn = this.learnFrom.has(w.className)
+    if (learn) this.estimator.observeQueue(w.prediction, queuedMs)
+    const pending = this.gates.pendingAt(endpoint)
+    w.serverFeatures = this.estimator.features(pending, w.promptTokens, this.gates.itl(endpoint))
+    this.estimator.onDispatch(w.promptTokens, pending, learn && w.prediction.queueFeatures !== undefined)
+    const expectedMs = this.estimator.serverMs(w.serverFeatures)
+    const prefilled = this.gates.dispatched(endpoint, w.promptTokens, expectedMs, w.ticket)
     w.ticket.onPrefilled = () => {
       w.ticket.onPrefilled = undefined
       prefilled()
@@ -196,7 +213,11 @@ export class PoolAdmission {
     // learning while a class is refused; only the queue part is per-class (see start()).
     if (t.firstTokenAt !== undefined && t.dispatchedAt !== undefined && w.serverFeatures !== undefined) {
       this.estimator.observeServer(w.serverFeatures, t.firstTokenAt - t.dispatchedAt)
-      if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, t.firstTokenAt - t.arrivedAt)
+      const ttftMs = t.firstTokenAt - t.arrivedAt
+      if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, ttftMs)
+      // the margin learns from requests admitted on their prediction (not from probes)
+      const c = this.ttft.get(w.className)
+      if (c !== undefined && w.prediction.totalMs <= c.sloMs) c.margin.observe(ttftMs > c.sloMs)
     }
   }
 
@@ -294,6 +315,9 @@ export class PoolAdmission {
         this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
+      ttftMargin: Object.fromEntries(
+        [...this.ttft].map(([k, v]) => [k, Math.round(v.margin.value * 1000) / 1000]),
+      ),
       ...this.gates.state(),
       estimator: this.estimator.state(),
     }

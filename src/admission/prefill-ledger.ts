@@ -1,37 +1,78 @@
 /**
  * Prompt tokens sent to each endpoint whose prefill is not known done (no first token
  * yet): the gateway's own, exact view of the prefill work queued at the servers. It
- * feeds the estimator (prefill ahead of a new request) and the dispatch gate (at most
- * one engine step of prompts awaiting their first token at one endpoint).
+ * feeds the estimator (prefill ahead of a new request, and when the prefill budget will
+ * have room for it) and the dispatch gate (at most one engine step of prompts awaiting
+ * their first token at one endpoint).
  */
+interface Entry {
+  readonly tokens: number
+  /** When its first token is expected (the estimator's server time at dispatch). */
+  readonly doneAt: number
+}
+
+interface Endpoint {
+  tokens: number
+  /** Few: the prefill budget holds one engine step of prompts. */
+  readonly entries: Entry[]
+}
+
 export class PrefillLedger {
-  private readonly byEndpoint = new Map<string, number>()
-  private readonly requests = new Map<string, number>()
+  private readonly byEndpoint = new Map<string, Endpoint>()
 
   /** Tokens awaiting their first token at `endpoint`. */
   at(endpoint: string): number {
-    return this.byEndpoint.get(endpoint) ?? 0
+    return this.byEndpoint.get(endpoint)?.tokens ?? 0
   }
 
   /** Requests awaiting their first token at `endpoint`. */
   requestsAt(endpoint: string): number {
-    return this.requests.get(endpoint) ?? 0
+    return this.byEndpoint.get(endpoint)?.entries.length ?? 0
   }
 
-  /** Counts `tokens` sent to `endpoint`; the returned function uncounts them (once). */
-  add(endpoint: string, tokens: number): () => void {
-    this.byEndpoint.set(endpoint, this.at(endpoint) + tokens)
-    this.requests.set(endpoint, this.requestsAt(endpoint) + 1)
+  /**
+   * Counts `tokens` sent to `endpoint`, expected prefilled at `doneAt`; the returned
+   * function uncounts them (once).
+   */
+  add(endpoint: string, tokens: number, doneAt: number): () => void {
+    let e = this.byEndpoint.get(endpoint)
+    if (e === undefined) {
+      e = { tokens: 0, entries: [] }
+      this.byEndpoint.set(endpoint, e)
+    }
+    const ep = e
+    const entry: Entry = { tokens, doneAt }
+    ep.tokens += tokens
+    ep.entries.push(entry)
     let done = false
     return () => {
       if (done) return
       done = true
-      this.byEndpoint.set(endpoint, this.at(endpoint) - tokens)
-      this.requests.set(endpoint, this.requestsAt(endpoint) - 1)
+      ep.tokens -= tokens
+      ep.entries.splice(ep.entries.indexOf(entry), 1)
     }
   }
 
+  /**
+   * Milliseconds from `now` until `endpoint` is expected to have room for `tokens` more
+   * under a budget of `budget` pending tokens: when enough of its pending prompts have
+   * their first token (by their expected times; an overdue one counts as due now).
+   */
+  roomInMs(endpoint: string, tokens: number, budget: number, now: number): number {
+    const e = this.byEndpoint.get(endpoint)
+    if (e === undefined || e.entries.length === 0) return 0
+    let left = e.tokens
+    if (left + tokens <= budget) return 0
+    const byTime = e.entries.map((x) => x).sort((a, b) => a.doneAt - b.doneAt)
+    for (const x of byTime) {
+      left -= x.tokens
+      // an empty endpoint takes any request, however large (as the gate does)
+      if (left <= 0 || left + tokens <= budget) return Math.max(0, x.doneAt - now)
+    }
+    return 0
+  }
+
   state(): Record<string, number> {
-    return Object.fromEntries(this.byEndpoint)
+    return Object.fromEntries([...this.byEndpoint].map(([k, v]) => [k, v.tokens]))
   }
 }

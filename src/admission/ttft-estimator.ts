@@ -4,23 +4,29 @@
  * drives it:
  *
  *   TTFT = queue wait + server time
- *   queue wait  = 0 when the request can be dispatched at once, else  κ + (λ · Q + μ · O) / D
+ *   queue wait  = 0 when the request can be dispatched at once, else  κ + ν · B + (λ · Q + μ · O) / D
  *   server time = α + β · P + γ · S
  *
  *   Q = prompt tokens queued in the gateway ahead of this request (its class and those
  *       above);
  *   O = its own prompt tokens;
+ *   B = the time until the prefill budget has room for it: the prompts pending at the
+ *       endpoint are expected to have their first tokens at the server time this model
+ *       predicted for each when it was dispatched (a full budget, or a long prompt, holds
+ *       the queue until then);
  *   D = the pool's dispatch rate: prompt tokens per ms it released from a backlogged queue,
  *       measured (a moving ratio of tokens over time); the queue drains at the pace the
  *       dispatch gates allow, whatever holds them (prefill budget, KV, decode guard);
  *   P = prompt tokens at the endpoint not yet prefilled (the gateway's prefill ledger, or
- *       the server's own waiting queue when that is longer) plus this request's prompt;
+ *       the server's own waiting queue when that is longer) plus this request's prompt; for
+ *       a request that must queue, the mean that queued requests met when dispatched (plus
+ *       what waits at the servers beyond the gateway's own requests);
  *   S = the endpoint's engine step time now (its streams' live inter-token latency): a
  *       request waits for the step in progress, then is prefilled in a step as long as the
  *       running batch and the other prompts in it make it.
  *
- * κ (the wait for a gate to open when nothing is queued ahead: a prefill to finish, a
- * decode window to close), λ and μ start at 0, 1 and 1 and are fitted online by recursive least
+ * κ (the wait for a gate to open when nothing is queued ahead: a decode window to close),
+ * λ, μ and ν start at 0, 1, 1 and 1 and are fitted online by recursive least
  * squares to every queued request's wait (arrival to dispatch) of the classes refused on
  * their prediction (a batch request waits for backfill, which is not predicted); α (fixed
  * cost: the network, scheduling), β (ms per prompt token) and γ (steps) start from the
@@ -46,6 +52,8 @@ export interface ServerView {
   readonly endpoints: number
   /** Prompt tokens not yet prefilled per endpoint (mean). */
   readonly pendingTokens: number
+  /** Of those, waiting at the servers beyond what the gateway sent (other clients), per endpoint. */
+  readonly foreignTokens: number
   /** The endpoints' step time now (mean live inter-token latency), ms; undefined when unmeasured. */
   readonly stepMs: number | undefined
 }
@@ -62,6 +70,7 @@ export interface Prediction {
 
 const ERROR_ALPHA = 0.05
 const RLS_FORGETTING = 0.995
+const PENDING_ALPHA = 0.05
 /** Weight kept per dispatch by the dispatch-rate meter (about the last 50 dispatches). */
 const RATE_DECAY = 0.98
 
@@ -74,6 +83,8 @@ export class TtftEstimator {
   private rateTokens: number
   private rateMs = 1000
   private backloggedSince: number | undefined = undefined
+  /** Mean prompt tokens pending at the endpoint when a queued request was dispatched. */
+  private queuedPending = 0
   private samples = 0
   private meanAbsErr = 0
   private meanErr = 0
@@ -86,7 +97,7 @@ export class TtftEstimator {
     const step = hints.stepMs
     const beta = 1000 / hints.prefillTokensPerS
     this.rls = new Rls([0, beta, 1.5], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step])
-    this.queueRls = new Rls([0, 1, 1], RLS_FORGETTING, [4, 1 / step, 1 / step])
+    this.queueRls = new Rls([0, 1, 1, 1], RLS_FORGETTING, [4, 1 / step, 1 / step, 1 / step])
     this.rateTokens = hints.prefillTokensPerS
   }
 
@@ -100,13 +111,26 @@ export class TtftEstimator {
     return this.rateTokens / this.rateMs
   }
 
-  /** `aheadTokens`: prompt tokens queued ahead of this request; undefined when it goes at once. */
-  predict(view: ServerView, aheadTokens: number | undefined, ownTokens: number): Prediction {
+  /**
+   * `aheadTokens`: prompt tokens queued ahead of this request; undefined when it goes at
+   * once. `roomMs`: time until the prefill budget has room for it (B).
+   */
+  predict(view: ServerView, aheadTokens: number | undefined, ownTokens: number, roomMs = 0): Prediction {
     const rate = this.dispatchRate()
-    const queueFeatures = aheadTokens === undefined ? undefined : [1, aheadTokens / rate, ownTokens / rate]
+    const queueFeatures =
+      aheadTokens === undefined ? undefined : [1, aheadTokens / rate, ownTokens / rate, roomMs]
     const queueMs = queueFeatures === undefined ? 0 : Math.max(0, this.queueRls.predict(queueFeatures))
-    const serverMs = Math.max(0, this.rls.predict(this.features(view.pendingTokens, ownTokens, view.stepMs)))
+    // A queued request is dispatched when its endpoint has room: it will not meet the
+    // prompts pending there now but what queued requests typically meet at dispatch, and
+    // the servers' own queues of other clients' requests, which stay ahead of it.
+    const pending = queueFeatures === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens
+    const serverMs = this.serverMs(this.features(pending, ownTokens, view.stepMs))
     return { queueFeatures, queueMs, serverMs, totalMs: queueMs + serverMs }
+  }
+
+  /** The server part for `features` (dispatch to first token), ms. */
+  serverMs(features: readonly number[]): number {
+    return Math.max(0, this.rls.predict(features))
   }
 
   /** Time for `tokens` of queued prompts to be dispatched: the honest Retry-After. */
@@ -120,8 +144,12 @@ export class TtftEstimator {
     else this.backloggedSince = undefined
   }
 
-  /** `tokens` of prompt were dispatched from the queue (while it was backlogged). */
-  onDispatch(tokens: number): void {
+  /**
+   * `tokens` of prompt were dispatched to an endpoint that had `pendingTokens` not yet
+   * prefilled; `queued`: the request had waited in the queue.
+   */
+  onDispatch(tokens: number, pendingTokens: number, queued: boolean): void {
+    if (queued) this.queuedPending += PENDING_ALPHA * (pendingTokens - this.queuedPending)
     if (this.backloggedSince === undefined) return
     const now = this.clock.now()
     this.rateTokens = this.rateTokens * RATE_DECAY + tokens
@@ -150,14 +178,16 @@ export class TtftEstimator {
 
   state(): object {
     const [alpha, beta, gamma] = this.rls.w
-    const [kappa, lambda, mu] = this.queueRls.w
+    const [kappa, lambda, mu, nu] = this.queueRls.w
     return {
       model:
-        'ttft = (queued ? kappa + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * pending_prompt_tokens + gamma * step_ms',
+        'ttft = (queued ? kappa + nu * ms_until_prefill_budget_has_room + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * (queued ? pending_at_dispatch : pending_prompt_tokens) + gamma * step_ms',
       dispatchTokensPerMs: round(this.dispatchRate(), 3),
+      queuedPendingTokens: Math.round(this.queuedPending),
       kappaMs: round(kappa ?? 0),
       lambda: round(lambda ?? 0, 3),
       mu: round(mu ?? 0, 3),
+      nu: round(nu ?? 0, 3),
       alphaMs: round(alpha ?? 0),
       betaMsPerToken: round(beta ?? 0, 5),
       gammaSteps: round(gamma ?? 0, 3),

@@ -63,13 +63,14 @@ export function estimatorSection(report: Report, levels: readonly LevelResult[],
         `${l.level}× ${when}`,
         e === undefined ? '' : fmt(e.dispatchTokensPerMs * scale, 1),
         e === undefined ? '' : fmt(e.kappaMs / scale, 0),
-        e === undefined ? '' : `${fmt(e.lambda, 2)} / ${fmt(e.mu, 2)}`,
+        e === undefined ? '' : `${fmt(e.lambda, 2)} / ${fmt(e.mu, 2)} / ${fmt(e.nu, 2)}`,
         e === undefined ? '' : fmt(e.alphaMs / scale, 0),
         e === undefined ? '' : fmt((e.betaMsPerToken / scale) * 1000, 1),
         e === undefined ? '' : fmt(e.gammaSteps, 2),
         snap.itlMs === undefined || snap.itlMs === null ? '' : fmt(snap.itlMs / scale, 1),
         e === undefined ? '' : e.samples,
         e === undefined ? '' : pct(e.meanAbsRelativeError),
+        snap.margin === undefined ? '' : pct(snap.margin),
         q?.interactive === undefined ? '' : `${q.interactive.queued}/${q.interactive.inflight}`,
         q?.batch === undefined ? '' : `${q.batch.queued}/${q.batch.inflight}`,
       ])
@@ -80,24 +81,27 @@ export function estimatorSection(report: Report, levels: readonly LevelResult[],
   report.paragraph(
     'From /admin/state at the start and end of each measured window, converted to model time: ' +
       'TTFT ≈ queue wait + server time; queue wait = 0 when the request can go at once, else ' +
-      'κ + (λ · prompt tokens queued ahead + μ · its own) / D, D the measured dispatch rate; server time = ' +
-      'α + β · prompt tokens pending at the endpoint + γ · step time S (the live inter-token latency the decode ' +
+      'κ + ν · B + (λ · prompt tokens queued ahead + μ · its own) / D, B the time until the prefill budget is ' +
+      'expected to have room, D the measured dispatch rate; server time = α + β · prompt tokens pending at the endpoint (for a queued request: ' +
+      'the mean queued requests met at dispatch) + γ · step time S (the live inter-token latency the decode ' +
       'guard measures). One estimator per pool; the queue part is fitted (recursive least squares) to every ' +
       "queued interactive request's wait, the server part to its dispatch-to-first-token time. For this profile " +
-      'a pure prefill costs β = 25 µs per token.',
+      'a pure prefill costs β = 25 µs per token. Interactive is admitted when its prediction is within its SLO × ' +
+      '(1 − its TTFT margin): 10% at least, widened while more than 0.5% of the admitted miss the SLO.',
   )
   report.table(
     [
       'window',
       'D tok/ms',
       'κ ms',
-      'λ / μ',
+      'λ / μ / ν',
       'α ms',
       'β µs/token',
       'γ steps',
       'S (ITL) ms',
       'samples',
       "gateway's own mean |error|",
+      'interactive TTFT margin',
       'interactive queued/in flight',
       'batch queued/in flight',
     ],

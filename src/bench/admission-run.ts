@@ -63,6 +63,8 @@ export interface Snapshot {
   readonly queues?: Record<string, { queued: number; inflight: number }>
   /** The endpoint's live inter-token latency by the decode guard, wall ms (null: unmeasured). */
   readonly itlMs?: number | null
+  /** Interactive's TTFT margin (the configured one, widened while admitted requests miss). */
+  readonly margin?: number
 }
 
 export interface SegmentResult {
@@ -119,6 +121,7 @@ async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
     ...(pool?.estimator !== undefined ? { estimator: pool.estimator as EstimatorState } : {}),
     ...(pool?.classes !== undefined ? { queues: pool.classes } : {}),
     ...(pool?.itlMs !== undefined ? { itlMs: Object.values(pool.itlMs)[0] ?? null } : {}),
+    ...(pool?.ttftMargin?.interactive !== undefined ? { margin: pool.ttftMargin.interactive } : {}),
   }
 }
 
@@ -128,6 +131,9 @@ export interface EstimatorState {
   readonly kappaMs: number
   readonly lambda: number
   readonly mu: number
+  readonly nu: number
+  /** Mean prompt tokens queued requests met pending at their endpoint when dispatched. */
+  readonly queuedPendingTokens: number
   readonly alphaMs: number
   readonly betaMsPerToken: number
   readonly gammaSteps: number
@@ -141,6 +147,7 @@ interface AdmissionState {
       classes?: Record<string, { queued: number; inflight: number }>
       estimator?: unknown
       itlMs?: Record<string, number | null>
+      ttftMargin?: Record<string, number>
     }[]
   }
 }

@@ -212,6 +212,12 @@ const admissionSchema = z.strictObject({
   enabled: z.boolean().default(true),
   /** Admit when predicted TTFT <= SLO x (1 - margin). */
   margin: z.number().min(0).max(0.9).default(0.1),
+  /**
+   * The share of admitted requests that may miss their TTFT objective: the margin of a
+   * class widens (2 points per miss, up to 0.5) while more miss, and narrows back to
+   * `margin` while fewer do. 0: a fixed margin.
+   */
+  ttft_miss_target: z.number().min(0).max(0.5).default(0.005),
   /** A lower-priority class whose oldest request waited this long is served next (no starvation). */
   aging_ms: positiveInt.default(10_000),
   /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */

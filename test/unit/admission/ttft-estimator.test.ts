@@ -3,7 +3,12 @@ import { TtftEstimator } from '../../../src/admission/ttft-estimator.js'
 import { ManualClock } from '../../../src/clock.js'
 
 const hints = { stepMs: 15, prefillTokensPerS: 20_000 }
-const view = (pendingTokens: number, stepMs?: number) => ({ endpoints: 1, pendingTokens, stepMs })
+const view = (pendingTokens: number, stepMs?: number) => ({
+  endpoints: 1,
+  pendingTokens,
+  foreignTokens: 0,
+  stepMs,
+})
 
 describe('TtftEstimator', () => {
   it('predicts no queue wait for a request that goes at once, and the prior server time', () => {
@@ -19,12 +24,12 @@ describe('TtftEstimator', () => {
     const clock = new ManualClock()
     const e = new TtftEstimator(hints, clock)
     expect(e.dispatchRate()).toBeCloseTo(20, 6) // the prior: 20,000 tokens/s
-    e.onDispatch(10_000) // not backlogged: no sample
+    e.onDispatch(10_000, 0, false) // not backlogged: no sample
     expect(e.dispatchRate()).toBeCloseTo(20, 6)
     for (let i = 0; i < 400; i++) {
       e.onBacklog(true)
       clock.advance(100)
-      e.onDispatch(500) // 5 tokens per ms
+      e.onDispatch(500, 0, true) // 5 tokens per ms
       e.onBacklog(false)
       clock.advance(1_000) // idle time does not count
     }
@@ -42,21 +47,38 @@ describe('TtftEstimator', () => {
       return seed / 2 ** 31
     }
     for (let i = 0; i < 600; i++) {
-      const pending = rnd() * 2000
       const own = 100 + rnd() * 2000
       const step = 10 + rnd() * 30
       const ahead = rnd() < 0.5 ? undefined : rnd() * 5000
-      const p = e.predict(view(pending, step), ahead, own)
+      const roomMs = rnd() * 100
+      const p = e.predict(view(rnd() * 2000, step), ahead, own, roomMs)
+      // a queued request meets what is pending when its endpoint has room (here 0..1000)
+      const pending = ahead === undefined ? rnd() * 2000 : rnd() * 1000
+      e.onDispatch(own, pending, ahead !== undefined)
       const server = 5 + 0.025 * (pending + own) + 1.2 * step // the "true" server
-      const wait = ahead === undefined ? 0 : 30 + (0.5 * ahead + 0.2 * own) / e.dispatchRate()
+      const wait = ahead === undefined ? 0 : 30 + 0.8 * roomMs + (0.5 * ahead + 0.2 * own) / e.dispatchRate()
       e.observeQueue(p, wait)
       e.observeServer(e.features(pending, own, step), server)
-      e.judge(p, wait + server)
     }
-    const p = e.predict(view(1000, 20), 2000, 1000)
-    const truth = 5 + 0.025 * 2000 + 1.2 * 20 + 30 + (0.5 * 2000 + 0.2 * 1000) / e.dispatchRate()
+    // queued: the queue part, and the server part at the mean pending queued requests met (~500)
+    const p = e.predict(view(2000, 20), 2000, 1000, 50)
+    const truth =
+      5 + 0.025 * (500 + 1000) + 1.2 * 20 + 30 + 0.8 * 50 + (0.5 * 2000 + 0.2 * 1000) / e.dispatchRate()
     expect(Math.abs(p.totalMs - truth) / truth).toBeLessThan(0.05)
-    const s = e.state() as { meanAbsRelativeError: number }
-    expect(s.meanAbsRelativeError).toBeLessThan(0.05)
+    // at once: the pending there now
+    const now = e.predict(view(1000, 20), undefined, 1000)
+    expect(now.queueMs).toBe(0)
+    expect(Math.abs(now.serverMs - (5 + 0.025 * 2000 + 1.2 * 20)) / now.serverMs).toBeLessThan(0.05)
+  })
+
+  it('prices the wait for the prefill budget to have room into a queued request, from the start', () => {
+    // A request queued behind a prompt expected to have its first token in 2.4 s (nothing ahead
+    // in the gateway) waits for that, then runs its own (met at dispatch: nothing pending yet,
+    // the estimator has seen no dispatch).
+    const e = new TtftEstimator({ stepMs: 15, prefillTokensPerS: 250 }, new ManualClock())
+    const p = e.predict(view(604, 15), 0, 8, 2_400)
+    expect(p.queueMs).toBeCloseTo(2_400 + 8 / 0.25, 6)
+    expect(p.serverMs).toBeCloseTo(8 * 4 + 1.5 * 15, 6)
+    expect(e.predict(view(0, 15), undefined, 8).totalMs).toBeLessThan(100)
   })
 })
