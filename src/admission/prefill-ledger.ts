@@ -63,7 +63,7 @@ export class PrefillLedger {
     if (e === undefined || e.entries.length === 0) return 0
     let left = e.tokens
     if (left + tokens <= budget) return 0
-    const byTime = e.entries.map((x) => x).sort((a, b) => a.doneAt - b.doneAt)
+    const byTime = e.entries.slice().sort((a, b) => a.doneAt - b.doneAt)
     for (const x of byTime) {
       left -= x.tokens
       // an empty endpoint takes any request, however large (as the gate does)
