@@ -160,10 +160,24 @@ export class Admission {
   }
 
   /** Queue depth per pool and class (telemetry reads it at scrape time). */
-  *queueDepths(): Iterable<{ class: string; pool: string; queued: number; inflight: number }> {
+  *queueDepths(): Iterable<{
+    class: string
+    pool: string
+    queued: number
+    inflight: number
+    ttftMargin?: number
+  }> {
     for (const pa of this.pools.values()) {
-      for (const d of pa.depths())
-        yield { class: d.class, pool: pa.pool.name, queued: d.queued, inflight: d.inflight }
+      for (const d of pa.depths()) {
+        const ttftMargin = pa.ttftMargin(d.class)
+        yield {
+          class: d.class,
+          pool: pa.pool.name,
+          queued: d.queued,
+          inflight: d.inflight,
+          ...(ttftMargin === undefined ? {} : { ttftMargin }),
+        }
+      }
     }
   }
 

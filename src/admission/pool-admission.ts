@@ -120,6 +120,11 @@ export class PoolAdmission {
     return t === undefined ? Number.POSITIVE_INFINITY : t.sloMs * (1 - t.margin.value)
   }
 
+  /** The class's TTFT margin here; undefined for a class not refused on its predicted TTFT. */
+  ttftMargin(className: string): number | undefined {
+    return this.ttft.get(className)?.margin.value
+  }
+
   /** Time for everything queued ahead of this class to drain (Retry-After). */
   drainMs(className: string, promptTokens: number): number {
     return this.estimator.drainMs(this.queues.costAhead(className) + promptTokens)

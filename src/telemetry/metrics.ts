@@ -137,6 +137,12 @@ export function createMetrics(config: GatewayConfig, registry: Registry, onColle
       labelNames: ['class', 'pool'],
       registers,
     }),
+    ttftMargin: new Gauge<'class' | 'pool'>({
+      name: METRICS.ttftMargin,
+      help: "The margin admission keeps under a class's TTFT objective (configured floor, widened while admitted requests miss).",
+      labelNames: ['class', 'pool'],
+      registers,
+    }),
     sloThreshold: new Gauge<'class' | 'slo'>({
       name: METRICS.sloThreshold,
       help: 'Configured SLO thresholds per class (slo=ttft|tpot|e2e).',

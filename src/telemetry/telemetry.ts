@@ -21,6 +21,8 @@ export interface QueueSample {
   readonly pool: string
   readonly queued: number
   readonly inflight: number
+  /** The class's TTFT margin in this pool, for classes refused on their predicted TTFT. */
+  readonly ttftMargin?: number
 }
 
 export interface TelemetryLogger {
@@ -120,11 +122,13 @@ export function createTelemetry(config: GatewayConfig, deps: TelemetryDeps): Tel
     backendMetrics?.sample(now)
     metrics.queueDepth.reset()
     metrics.inflight.reset()
+    metrics.ttftMargin.reset()
     if (queueSource === undefined) return
     try {
       for (const q of queueSource()) {
         metrics.queueDepth.inc({ class: q.class, pool: q.pool }, q.queued)
         metrics.inflight.inc({ class: q.class, pool: q.pool }, q.inflight)
+        if (q.ttftMargin !== undefined) metrics.ttftMargin.set({ class: q.class, pool: q.pool }, q.ttftMargin)
       }
     } catch (err) {
       // A failing source must not fail the whole scrape: the gauges are just absent.
