@@ -274,12 +274,13 @@ export function targetsSection(
       "the bound no server meeting interactive's TPOT objective reaches",
     ])
   }
-  if (batchAlone !== undefined) {
+  const last = levels[levels.length - 1]
+  if (batchAlone !== undefined && last !== undefined) {
     rows.push([
       "(information) the flood alone through the gateway, the run's last segment",
       `${fmt(batchAlone, 0)} tok/s = ${pct(batchAlone / cap.batchSat.outputTokensPerS)} of batch saturation`,
       '',
-      'interactive streams admitted at 4× still finish in its first seconds, so this is a lower bound',
+      `interactive streams admitted at ${last.level}× still finish in its first seconds, so this is a lower bound`,
     ])
   }
   const e = pooledEstimator
