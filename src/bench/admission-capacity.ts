@@ -283,3 +283,67 @@ export function virtualLevel(
     tpotP50Ms: percentile(sorted(out.map((o) => o.tpotMs)), 50),
   }
 }
+
+/** What the report needs of the simulator's capacity. */
+export interface CapacityFacts {
+  /** Interactive SLO capacity, requests/s (1×). */
+  readonly interactiveRps: number
+  /** Saturation of each class alone. */
+  readonly interactiveSat: Saturation
+  readonly batchSat: Saturation
+  /** The simulated engine's step-time model (what a class's work costs). */
+  readonly stepTime: StepTimeModel
+  /** Interactive's TPOT objective, model ms: the longest mean step a server serving it may run. */
+  readonly tpotObjectiveMs: number
+}
+
+/** Share of batch saturation's capacity a server has whose steps are held to interactive's TPOT objective. */
+export function heldCapacity(cap: CapacityFacts): number {
+  const base = cap.stepTime.baseMs
+  return (1 - base / cap.tpotObjectiveMs) / (1 - base / cap.batchSat.stepMs)
+}
+
+/** The interactive SLO capacity (bisection) and both classes' saturation, on virtual time. */
+export function measureCapacity(
+  profile: SimProfile,
+  spec: WorkloadSpec,
+  slo: Slo,
+  opts: { readonly attainment: number; readonly probe_s: number; readonly backlog: number },
+): { readonly capRun: SloCapacity; readonly cap: CapacityFacts } {
+  const capRun = interactiveSloCapacity(profile, spec, slo, opts.attainment, opts.probe_s * 1000)
+  const cap: CapacityFacts = {
+    interactiveRps: capRun.ratePerS,
+    interactiveSat: saturation(profile, spec, 'interactive', opts.backlog),
+    batchSat: saturation(profile, spec, 'batch', opts.backlog),
+    stepTime: profile.stepTime,
+    tpotObjectiveMs: slo.tpotMs,
+  }
+  return { capRun, cap }
+}
+
+export interface ReferenceLevel {
+  readonly level: number
+  readonly alone: VirtualLevel
+  readonly flood: VirtualLevel
+}
+
+/**
+ * A level's segment served directly on virtual time: interactive alone, and with the flood,
+ * judged on its measured window (arrivals after `settleMs`, for `measureMs`) until `untilMs`.
+ */
+export function referenceLevel(
+  profile: SimProfile,
+  level: number,
+  seg: { readonly arrivals: readonly Arrival[]; readonly settleMs: number; readonly measureMs: number },
+  untilMs: number,
+  slo: Slo,
+): ReferenceLevel {
+  const from = seg.settleMs
+  const to = from + seg.measureMs
+  const alone = seg.arrivals.filter((a) => a.cls === 'interactive')
+  return {
+    level,
+    alone: virtualLevel(profile, alone, slo, from, to, untilMs),
+    flood: virtualLevel(profile, seg.arrivals, slo, from, to, untilMs),
+  }
+}

@@ -2,15 +2,9 @@
  * The admission report's second half: the direct reference on virtual time, the gateway's
  * estimator and queues during its run, and the facts that explain the misses.
  */
-import type { VirtualLevel } from './admission-capacity.js'
-import { type CapacityFacts, type LevelResult, ms, pct, reasons } from './admission-report.js'
+import type { CapacityFacts, ReferenceLevel } from './admission-capacity.js'
+import { type LevelResult, ms, pct, reasons } from './admission-report.js'
 import { fmt, type Report } from './report.js'
-
-export interface ReferenceLevel {
-  readonly level: number
-  readonly alone: VirtualLevel
-  readonly flood: VirtualLevel
-}
 
 /** The direct path on the simulator's engine, virtual time: interactive alone, and with the flood. */
 export function referenceSection(report: Report, ref: readonly ReferenceLevel[], cap: CapacityFacts): void {

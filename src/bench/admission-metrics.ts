@@ -299,3 +299,15 @@ export function segmentMetrics(
     snapshots: { start: seg.start, end: seg.end },
   }
 }
+
+/** One line on a segment's outcome, for the progress log. */
+export function segmentSummary(m: SegmentMetrics): string {
+  const i = m.perClass.interactive
+  const tail = `batch ${m.perClass.batch.throughputTokS.toFixed(0)} tok/s; sim busy ${(m.simBusy * 100).toFixed(0)}%`
+  if (i.offered === 0) return tail
+  return (
+    `interactive goodput ${i.goodputRps.toFixed(2)} req/s (TTFT-only ${i.ttftGoodputRps.toFixed(2)}), ` +
+    `attainment ${(i.attainmentOffered * 100).toFixed(0)}% of offered / ${(i.attainmentAdmitted * 100).toFixed(0)}% of admitted, ` +
+    `TTFT p99 ${i.ttft.p99.toFixed(0)} ms, TPOT p50 ${i.tpot.p50.toFixed(0)} ms; ${tail}`
+  )
+}

@@ -2,8 +2,12 @@
  * The admission bench's report: setup, capacity, the targets (hit or miss, with the facts
  * behind each), and per class and level the measured figures, direct and through the gateway.
  */
-import type { StepTimeModel } from '../sim/profile-schema.js'
-import { type EngineWorkRates, engineWorkMsPerS, type Saturation } from './admission-capacity.js'
+import {
+  type CapacityFacts,
+  type EngineWorkRates,
+  engineWorkMsPerS,
+  heldCapacity,
+} from './admission-capacity.js'
 import type { ClassMetrics, EstimatorError, Quantiles, SegmentMetrics } from './admission-metrics.js'
 import type { BenchClass } from './admission-workload.js'
 import { fmt, type Report } from './report.js'
@@ -15,18 +19,6 @@ export interface LevelResult {
   readonly interactiveRate: number
   readonly batchRate: number
   readonly runs: Partial<Record<Mode, SegmentMetrics>>
-}
-
-export interface CapacityFacts {
-  /** Interactive SLO capacity, requests/s (1×). */
-  readonly interactiveRps: number
-  /** Saturation of each class alone. */
-  readonly interactiveSat: Saturation
-  readonly batchSat: Saturation
-  /** The simulated engine's step-time model (what a class's work costs). */
-  readonly stepTime: StepTimeModel
-  /** Interactive's TPOT objective, model ms: the longest mean step a server serving it may run. */
-  readonly tpotObjectiveMs: number
 }
 
 export interface Targets {
@@ -77,12 +69,6 @@ export function leftoverForBatch(run: SegmentMetrics, cap: CapacityFacts): Lefto
     tokS: Math.max(0, heldCapacity(cap) - used) * sat,
     fcfsTokS: Math.max(0, 1 - used) * sat,
   }
-}
-
-/** Share of batch saturation's capacity a server has whose steps are held to interactive's TPOT objective. */
-export function heldCapacity(cap: CapacityFacts): number {
-  const base = cap.stepTime.baseMs
-  return (1 - base / cap.tpotObjectiveMs) / (1 - base / cap.batchSat.stepMs)
 }
 
 export function reasons(m: ClassMetrics): string {

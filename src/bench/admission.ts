@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { BUILTIN_CLASSES } from '../config/schema.js'
 import { loadProfile } from '../sim/index.js'
-import { interactiveSloCapacity, saturation, virtualLevel } from './admission-capacity.js'
+import { measureCapacity, referenceLevel } from './admission-capacity.js'
 import { outcomeLine } from './admission-client.js'
 import { loadBenchFile, workloadSpec } from './admission-config.js'
 import {
@@ -23,8 +23,8 @@ import {
   estimatorSection,
   referenceSection,
 } from './admission-diagnosis.js'
-import { estimatorError, type SegmentMetrics, segmentMetrics } from './admission-metrics.js'
-import { type CapacityFacts, type LevelResult, resultsSection, targetsSection } from './admission-report.js'
+import { estimatorError, segmentMetrics, segmentSummary } from './admission-metrics.js'
+import { type LevelResult, resultsSection, targetsSection } from './admission-report.js'
 import {
   gatewayState,
   type RunResult,
@@ -95,20 +95,7 @@ async function main(): Promise<void> {
   const slos = { interactive: slo, batch: { e2eMs: BUILTIN_CLASSES.batch.slo.e2e_ms } }
 
   log(`capacity: bisecting the interactive rate on the simulator's engine (virtual time)`)
-  const capRun = interactiveSloCapacity(
-    profile,
-    spec,
-    slo,
-    file.capacity.attainment,
-    file.capacity.probe_s * 1000,
-  )
-  const cap: CapacityFacts = {
-    interactiveRps: capRun.ratePerS,
-    interactiveSat: saturation(profile, spec, 'interactive', file.capacity.backlog),
-    batchSat: saturation(profile, spec, 'batch', file.capacity.backlog),
-    stepTime: profile.stepTime,
-    tpotObjectiveMs: slo.tpotMs,
-  }
+  const { capRun, cap } = measureCapacity(profile, spec, slo, file.capacity)
   const batchLoad = values['batch-load'] === undefined ? file.batch.load : Number(values['batch-load'])
   if (!(batchLoad >= 0))
     throw new RangeError(`--batch-load: expected a number >= 0, got '${values['batch-load']}'`)
@@ -144,21 +131,7 @@ async function main(): Promise<void> {
   log(`reference: the levels on the simulator's engine, virtual time, directly (no gateway)`)
   const reference = file.levels.map((x) => {
     const seg = level(x)
-    const from = seg.settleMs
-    const to = from + seg.measureMs
-    const until = segmentMs(seg)
-    return {
-      level: x,
-      alone: virtualLevel(
-        profile,
-        seg.arrivals.filter((a) => a.cls === 'interactive'),
-        slo,
-        from,
-        to,
-        until,
-      ),
-      flood: virtualLevel(profile, seg.arrivals, slo, from, to, until),
-    }
+    return referenceLevel(profile, x, seg, segmentMs(seg), slo)
   })
 
   const children: Child[] = []
@@ -208,21 +181,6 @@ async function main(): Promise<void> {
         for (const o of seg.outcomes)
           raw.push(JSON.stringify(outcomeLine(path, `${i}:${seg.segment.name}`, o)))
     }
-    const summary = (label: string, m: SegmentMetrics) => {
-      const i = m.perClass.interactive
-      if (i.offered === 0) {
-        log(
-          `${label}: batch ${m.perClass.batch.throughputTokS.toFixed(0)} tok/s; sim busy ${(m.simBusy * 100).toFixed(0)}%`,
-        )
-        return
-      }
-      log(
-        `${label}: interactive goodput ${i.goodputRps.toFixed(2)} req/s (TTFT-only ${i.ttftGoodputRps.toFixed(2)}), ` +
-          `attainment ${(i.attainmentOffered * 100).toFixed(0)}% of offered / ${(i.attainmentAdmitted * 100).toFixed(0)}% of admitted, ` +
-          `TTFT p99 ${i.ttft.p99.toFixed(0)} ms, TPOT p50 ${i.tpot.p50.toFixed(0)} ms; ` +
-          `batch ${m.perClass.batch.throughputTokS.toFixed(0)} tok/s; sim busy ${(m.simBusy * 100).toFixed(0)}%`,
-      )
-    }
 
     // (a) directly: each level a run of its own from an idle simulator, after a short warm-up
     if (paths.includes('direct')) {
@@ -254,7 +212,7 @@ async function main(): Promise<void> {
         keep('direct', run)
         const m = segmentMetrics(run.segments[0] as SegmentResult, run.outcomes, slos, scale)
         ;(results.get(x) as LevelResult).runs.direct = m
-        summary(`direct ${seg.name}`, m)
+        log(`direct ${seg.name}: ${segmentSummary(m)}`)
         if (!(await waitIdle(direct.probes, 120_000)))
           log(`warning: simulator not idle 120 s after direct ${seg.name}`)
       }
@@ -290,14 +248,10 @@ async function main(): Promise<void> {
       for (const seg of run.segments) {
         if (!seg.segment.measured) continue
         const m = segmentMetrics(seg, run.outcomes, slos, scale)
+        log(`gateway ${seg.segment.name}: ${segmentSummary(m)}`)
         const x = file.levels[run.segments.indexOf(seg) - 1]
-        if (x === undefined) {
-          batchAlone = m.perClass.batch.throughputTokS
-          summary(`gateway ${seg.segment.name}`, m)
-          continue
-        }
-        ;(results.get(x) as LevelResult).runs.gateway = m
-        summary(`gateway ${seg.segment.name}`, m)
+        if (x === undefined) batchAlone = m.perClass.batch.throughputTokS
+        else (results.get(x) as LevelResult).runs.gateway = m
       }
       stateAfter = await gatewayState(adminUrl)
       if (!(await waitIdle(viaGateway.probes, 120_000))) log('warning: not idle 120 s after the gateway run')
