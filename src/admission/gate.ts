@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import type { Ticket } from '../ticket.js'
 import { DecodeGuard } from './decode-guard.js'
-import { PrefillLedger } from './prefill-ledger.js'
+import { fitsBudget, PrefillLedger } from './prefill-ledger.js'
 import type { ServerView } from './ttft-estimator.js'
 
 export interface GateLimits {
@@ -94,8 +94,7 @@ export class EndpointGates {
   ): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
     return (v) => {
-      const pending = this.prefilling.at(v.name)
-      if (pending > 0 && pending + promptTokens > this.maxPrefillTokens) return false
+      if (!fitsBudget(this.prefilling.at(v.name), promptTokens, this.maxPrefillTokens)) return false
       if (!aged && !this.guard.allows(className, v.name)) return false
       return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
     }

@@ -17,6 +17,15 @@ interface Endpoint {
   readonly entries: Entry[]
 }
 
+/**
+ * The prefill budget's rule: `tokens` more may go to an endpoint with `pending` tokens
+ * awaiting their first token when they stay within `budget`, or when nothing is pending
+ * (an empty endpoint takes any request, however large: it would never run otherwise).
+ */
+export function fitsBudget(pending: number, tokens: number, budget: number): boolean {
+  return pending <= 0 || pending + tokens <= budget
+}
+
 export class PrefillLedger {
   private readonly byEndpoint = new Map<string, Endpoint>()
 
@@ -62,12 +71,11 @@ export class PrefillLedger {
     const e = this.byEndpoint.get(endpoint)
     if (e === undefined || e.entries.length === 0) return 0
     let left = e.tokens
-    if (left + tokens <= budget) return 0
+    if (fitsBudget(left, tokens, budget)) return 0
     const byTime = e.entries.slice().sort((a, b) => a.doneAt - b.doneAt)
     for (const x of byTime) {
       left -= x.tokens
-      // an empty endpoint takes any request, however large (as the gate does)
-      if (left <= 0 || left + tokens <= budget) return Math.max(0, x.doneAt - now)
+      if (fitsBudget(left, tokens, budget)) return Math.max(0, x.doneAt - now)
     }
     return 0
   }

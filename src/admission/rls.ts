@@ -1,6 +1,6 @@
 /**
  * Recursive least squares with exponential forgetting: fits y ≈ w·x online, one
- * observation at a time, in O(k²) for k features (k = 3 here), no history kept.
+ * observation at a time, in O(k²) for k features (3 or 4 here), no history kept.
  * Forgetting (lambda < 1) lets the fit follow a server whose speed changes.
  *
  * Predictions use weights kept at 0 or above (every term of the TTFT model is a cost, and

@@ -93,7 +93,7 @@ export class TtftEstimator {
     this.clock = clock
     this.stepPriorMs = hints.stepMs
     // Prior spreads in units of the observation noise (about one engine step): α within a
-    // few steps, β within twice its prior, γ and the queue's λ, μ within about one.
+    // few steps, β within twice its prior, γ and the queue's λ, μ, ν within about one.
     const step = hints.stepMs
     const beta = 1000 / hints.prefillTokensPerS
     this.rls = new Rls([0, beta, 1.5], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step])
