@@ -259,6 +259,18 @@ export function targetsSection(
       left.fcfsTokS > 0 ? verdict(fcfs >= TARGETS.batchShare) : 'n/a: nothing left',
       "the bound no server meeting interactive's TPOT objective reaches",
     ])
+    // The other reading of "the capacity interactive leaves", in the unit the levels use:
+    // interactive offered at L× of its SLO capacity takes L of the server, and leaves 1 − L.
+    const byLevel = Math.max(0, 1 - l.level) * heldCapacity(cap) * cap.batchSat.outputTokensPerS
+    rows.push([
+      `(supplementary) the same by load level: interactive at ${l.level}× of its capacity leaves ${pct(Math.max(0, 1 - l.level), 0)} of the server`,
+      byLevel > 0
+        ? `${fmt(batch, 0)} of ${fmt(byLevel, 0)} tok/s = ${pct(batch / byLevel)}`
+        : `${fmt(batch, 0)} tok/s`,
+      byLevel > 0 ? verdict(batch / byLevel >= TARGETS.batchShare) : 'n/a: nothing left',
+      'counts the headroom interactive needs to meet its latency SLO (at 1×, FCFS runs the engine at ' +
+        `${pct(cap.interactiveRps / cap.interactiveSat.requestsPerS, 0)} of interactive saturation) as used; the row above counts it as left`,
+    ])
   }
   const last = levels[levels.length - 1]
   if (batchAlone !== undefined && last !== undefined) {
