@@ -50,6 +50,11 @@ export interface Leftover {
   readonly tokS: number
   /** The same with no TPOT objective (FCFS saturation steps): batch saturation × (1 − used). */
   readonly fcfsTokS: number
+  /**
+   * The same read by load level: interactive offered at L× of its SLO capacity takes L of
+   * the server and leaves held × (1 − L) of batch saturation (nothing from 1× on).
+   */
+  readonly byLevelTokS: number
 }
 
 /**
@@ -60,14 +65,16 @@ export interface Leftover {
  * held = (1 − base / TPOT objective) ÷ (1 − base / batch saturation's step) of batch
  * saturation's capacity; batch is left held − u of it.
  */
-export function leftoverForBatch(run: SegmentMetrics, cap: CapacityFacts): Leftover {
+export function leftoverForBatch(interactive: EngineWorkRates, level: number, cap: CapacityFacts): Leftover {
   const work = (r: EngineWorkRates) => engineWorkMsPerS(cap.stepTime, r)
-  const used = work(run.perClass.interactive) / work(cap.interactiveSat)
+  const used = work(interactive) / work(cap.interactiveSat)
   const sat = cap.batchSat.outputTokensPerS
+  const held = heldCapacity(cap)
   return {
     used,
-    tokS: Math.max(0, heldCapacity(cap) - used) * sat,
+    tokS: Math.max(0, held - used) * sat,
     fcfsTokS: Math.max(0, 1 - used) * sat,
+    byLevelTokS: Math.max(0, 1 - level) * held * sat,
   }
 }
 
@@ -144,7 +151,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
       if (r === undefined) continue
       const i = r.perClass.interactive.estimator
       const b = r.perClass.batch.estimator
-      const left = leftoverForBatch(r, cap)
+      const left = leftoverForBatch(r.perClass.interactive, l.level, cap)
       rows.push([
         `${l.level}×`,
         mode,
@@ -243,7 +250,7 @@ export function targetsSection(
   for (const l of levels) {
     const r = l.runs.gateway
     if (r === undefined) continue
-    const left = leftoverForBatch(r, cap)
+    const left = leftoverForBatch(r.perClass.interactive, l.level, cap)
     const batch = r.perClass.batch.throughputTokS
     const share = batch / left.tokS
     rows.push([
@@ -259,9 +266,8 @@ export function targetsSection(
       left.fcfsTokS > 0 ? verdict(fcfs >= TARGETS.batchShare) : 'n/a: nothing left',
       "the bound no server meeting interactive's TPOT objective reaches",
     ])
-    // The other reading of "the capacity interactive leaves", in the unit the levels use:
-    // interactive offered at L× of its SLO capacity takes L of the server, and leaves 1 − L.
-    const byLevel = Math.max(0, 1 - l.level) * heldCapacity(cap) * cap.batchSat.outputTokensPerS
+    // the other reading of "the capacity interactive leaves", in the unit the levels use
+    const byLevel = left.byLevelTokS
     rows.push([
       `(supplementary) the same by load level: interactive at ${l.level}× of its capacity leaves ${pct(Math.max(0, 1 - l.level), 0)} of the server`,
       byLevel > 0
