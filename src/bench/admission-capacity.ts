@@ -182,7 +182,6 @@ export interface Saturation extends EngineWorkRates {
   /** Mean engine step at saturation, ms: the median TPOT of the requests counted. */
   readonly stepMs: number
   readonly requestsPerS: number
-  readonly promptTokensPerS: number
   readonly outputTokensPerS: number
 }
 
@@ -242,7 +241,6 @@ export function saturation(
   return {
     stepMs: percentile(sorted(mid.map((o) => o.tpotMs).filter((t) => Number.isFinite(t))), 50),
     requestsPerS: mid.length / sec,
-    promptTokensPerS: prompt / sec,
     outputTokensPerS: tokens / sec,
     promptTokS: prompt / sec,
     decodeTokS: decode / sec,

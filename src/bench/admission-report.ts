@@ -78,6 +78,18 @@ export function leftoverForBatch(interactive: EngineWorkRates, level: number, ca
   }
 }
 
+/** A target row: batch's throughput against a capacity left (none left: no verdict). */
+function batchShareRow(label: string, batch: number, left: number, context: string): string[] {
+  if (!(left > 0)) return [label, `${fmt(batch, 0)} tok/s`, 'n/a: nothing left', context]
+  const share = batch / left
+  return [
+    label,
+    `${fmt(batch, 0)} of ${fmt(left, 0)} tok/s = ${pct(share)}`,
+    verdict(share >= TARGETS.batchShare),
+    context,
+  ]
+}
+
 export function reasons(m: ClassMetrics): string {
   const e = Object.entries(m.rejectedBy)
   return e.length === 0 ? '' : e.map(([k, v]) => `${k} ${v}`).join(', ')
@@ -252,31 +264,28 @@ export function targetsSection(
     if (r === undefined) continue
     const left = leftoverForBatch(r.perClass.interactive, l.level, cap)
     const batch = r.perClass.batch.throughputTokS
-    const share = batch / left.tokS
-    rows.push([
-      `batch throughput at ${l.level}× ≥ ${pct(TARGETS.batchShare, 0)} of the capacity interactive leaves`,
-      `${fmt(batch, 0)} of ${fmt(left.tokS, 0)} tok/s = ${pct(share)}`,
-      left.tokS > 0 ? verdict(share >= TARGETS.batchShare) : 'n/a: nothing left',
-      `interactive used ${pct(left.used)} of the engine (of ${pct(heldCapacity(cap))} at the TPOT objective); sim busy ${pct(r.simBusy)}`,
-    ])
-    const fcfs = batch / left.fcfsTokS
-    rows.push([
-      '(supplementary) the same against FCFS saturation, a server with no TPOT objective',
-      `${fmt(batch, 0)} of ${fmt(left.fcfsTokS, 0)} tok/s = ${pct(fcfs)}`,
-      left.fcfsTokS > 0 ? verdict(fcfs >= TARGETS.batchShare) : 'n/a: nothing left',
-      "the bound no server meeting interactive's TPOT objective reaches",
-    ])
-    // the other reading of "the capacity interactive leaves", in the unit the levels use
-    const byLevel = left.byLevelTokS
-    rows.push([
-      `(supplementary) the same by load level: interactive at ${l.level}× of its capacity leaves ${pct(Math.max(0, 1 - l.level), 0)} of the server`,
-      byLevel > 0
-        ? `${fmt(batch, 0)} of ${fmt(byLevel, 0)} tok/s = ${pct(batch / byLevel)}`
-        : `${fmt(batch, 0)} tok/s`,
-      byLevel > 0 ? verdict(batch / byLevel >= TARGETS.batchShare) : 'n/a: nothing left',
-      'counts the headroom interactive needs to meet its latency SLO (at 1×, FCFS runs the engine at ' +
-        `${pct(cap.interactiveRps / cap.interactiveSat.requestsPerS, 0)} of interactive saturation) as used; the row above counts it as left`,
-    ])
+    rows.push(
+      batchShareRow(
+        `batch throughput at ${l.level}× ≥ ${pct(TARGETS.batchShare, 0)} of the capacity interactive leaves`,
+        batch,
+        left.tokS,
+        `interactive used ${pct(left.used)} of the engine (of ${pct(heldCapacity(cap))} at the TPOT objective); sim busy ${pct(r.simBusy)}`,
+      ),
+      batchShareRow(
+        '(supplementary) the same against FCFS saturation, a server with no TPOT objective',
+        batch,
+        left.fcfsTokS,
+        "the bound no server meeting interactive's TPOT objective reaches",
+      ),
+      // the other reading of "the capacity interactive leaves", in the unit the levels use
+      batchShareRow(
+        `(supplementary) the same by load level: interactive at ${l.level}× of its capacity leaves ${pct(Math.max(0, 1 - l.level), 0)} of the server`,
+        batch,
+        left.byLevelTokS,
+        'counts the headroom interactive needs to meet its latency SLO (at 1×, FCFS runs the engine at ' +
+          `${pct(cap.interactiveRps / cap.interactiveSat.requestsPerS, 0)} of interactive saturation) as used; the row above counts it as left`,
+      ),
+    )
   }
   const last = levels[levels.length - 1]
   if (batchAlone !== undefined && last !== undefined) {

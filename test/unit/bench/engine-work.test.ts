@@ -39,7 +39,6 @@ describe('the capacity interactive leaves to batch, in both readings', () => {
     decodeContextTokS: 0,
     stepMs,
     requestsPerS: 1,
-    promptTokensPerS: promptTokS,
     outputTokensPerS,
   })
   const cap = {
