@@ -11,6 +11,8 @@
  *   tokens/s while the server's queue never runs dry. Used to say what capacity interactive
  *   leaves to batch.
  */
+
+import { percentile, sorted } from '../loadgen/report.js'
 import { SimEngine } from '../sim/engine.js'
 import type { SimProfile, StepTimeModel } from '../sim/profile-schema.js'
 import { SimRequest, type TokenSink } from '../sim/sim-request.js'
@@ -21,7 +23,6 @@ import {
   classSequence,
   type WorkloadSpec,
 } from './admission-workload.js'
-import { percentile, sorted } from './report.js'
 
 export interface VirtualOutcome {
   readonly arrival: Arrival

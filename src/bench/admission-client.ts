@@ -7,8 +7,8 @@
  * never throws: a network error is status 0, a cut-off (the run's abort signal) sets `cut`.
  */
 import type { Dispatcher } from 'undici'
+import { SseSplitter } from '../loadgen/sse-split.js'
 import { type Arrival, promptText } from './admission-workload.js'
-import { SseSplitter } from './sse-split.js'
 
 export interface Outcome {
   readonly arrival: Arrival

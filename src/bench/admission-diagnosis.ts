@@ -2,9 +2,10 @@
  * The admission report's second half: the direct reference on virtual time, the gateway's
  * estimator and queues during its run, and the facts that explain the misses.
  */
+
+import { fmt, type Report } from '../loadgen/report.js'
 import type { CapacityFacts, ReferenceLevel } from './admission-capacity.js'
 import { type LevelResult, ms, pct, reasons } from './admission-report.js'
-import { fmt, type Report } from './report.js'
 
 /** The direct path on the simulator's engine, virtual time: interactive alone, and with the flood. */
 export function referenceSection(report: Report, ref: readonly ReferenceLevel[], cap: CapacityFacts): void {

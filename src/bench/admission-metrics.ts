@@ -15,10 +15,11 @@
  * - Throughput: output tokens that reached the client within the window, whatever request
  *   they belong to, per second of window.
  */
+
+import { percentile, sorted } from '../loadgen/report.js'
 import type { Outcome } from './admission-client.js'
 import type { SegmentResult, Snapshot, Window } from './admission-run.js'
 import type { BenchClass } from './admission-workload.js'
-import { percentile, sorted } from './report.js'
 
 export interface ClassSlo {
   readonly ttftMs?: number

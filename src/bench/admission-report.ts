@@ -2,6 +2,8 @@
  * The admission bench's report: setup, capacity, the targets (hit or miss, with the facts
  * behind each), and per class and level the measured figures, direct and through the gateway.
  */
+
+import { fmt, type Report } from '../loadgen/report.js'
 import {
   type CapacityFacts,
   type EngineWorkRates,
@@ -10,7 +12,6 @@ import {
 } from './admission-capacity.js'
 import type { ClassMetrics, EstimatorError, Quantiles, SegmentMetrics } from './admission-metrics.js'
 import type { BenchClass } from './admission-workload.js'
-import { fmt, type Report } from './report.js'
 
 export type Mode = 'direct' | 'gateway'
 

@@ -2,12 +2,13 @@
  * The admission report's first part: how the bench was run, the workload, the simulator's
  * capacity and how it was measured. Everything a reader needs to redo or question the numbers.
  */
+
+import { fmt, type Report } from '../loadgen/report.js'
 import { type CapacityFacts, engineWorkMsPerS, heldCapacity, type SloCapacity } from './admission-capacity.js'
 import { gatewayConfig } from './admission-child.js'
 import type { BenchFile } from './admission-config.js'
 import { pct } from './admission-report.js'
 import { type LengthMix, lognormalParams, sampleMean } from './admission-workload.js'
-import { fmt, type Report } from './report.js'
 
 export interface SetupFacts {
   readonly quick: boolean

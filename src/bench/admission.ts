@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { BUILTIN_CLASSES } from '../config/schema.js'
+import { Report } from '../loadgen/report.js'
 import { loadProfile } from '../sim/index.js'
 import { measureCapacity, referenceLevel } from './admission-capacity.js'
 import { outcomeLine } from './admission-client.js'
@@ -38,7 +39,6 @@ import { setupSection } from './admission-setup.js'
 import { spawnChild } from './admission-spawn.js'
 import { mergedArrivals } from './admission-workload.js'
 import type { Child } from './processes.js'
-import { Report } from './report.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..')
 

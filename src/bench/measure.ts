@@ -5,9 +5,16 @@
  * shared machine falls on all of them alike.
  */
 import type { Pool } from 'undici'
-import { closedLoop, connect, type LoadResult, openLoop, type RequestSpec, succeeded } from './load-client.js'
+import {
+  closedLoop,
+  connect,
+  type LoadResult,
+  openLoop,
+  type RequestSpec,
+  succeeded,
+} from '../loadgen/load-client.js'
+import { fmt, median, percentile, sorted } from '../loadgen/report.js'
 import { coreBusyMs, treeCpuMs } from './processes.js'
-import { fmt, median, percentile, sorted } from './report.js'
 import type { Target, TargetKey } from './targets.js'
 
 export interface Profile {

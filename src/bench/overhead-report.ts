@@ -2,8 +2,9 @@
  * The overhead bench's markdown: per-target medians over rounds, and ratios and
  * differences computed within each round (side by side) and then taken as the median.
  */
+
+import { fmt, fmtDelta, median, type Report, ratio } from '../loadgen/report.js'
 import type { Profile, Results, RoundResult } from './measure.js'
-import { fmt, fmtDelta, median, type Report, ratio } from './report.js'
 import type { TargetKey } from './targets.js'
 
 export type { Results }

@@ -13,10 +13,10 @@ import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { Report } from '../loadgen/report.js'
 import { measureAll, type Profile } from './measure.js'
 import { writeResults } from './overhead-report.js'
 import { canPin, pin, which } from './processes.js'
-import { Report } from './report.js'
 import {
   admissionWired,
   directTarget,

@@ -1,4 +1,4 @@
-import { SseSplitter } from '../../../src/bench/sse-split.js'
+import { SseSplitter } from '../../../src/loadgen/sse-split.js'
 
 export interface SseEvent {
   /** performance.now() when the event arrived. */

@@ -1,6 +1,7 @@
 /**
- * Benchmark maths and output: percentiles, summaries, medians of repeated runs, and a
- * markdown report that is printed and written to a file.
+ * Load-generator maths and output: percentiles, summaries, medians of repeated runs, and a
+ * markdown report that is printed and written to a file (used by the project's benchmarks
+ * in bench/ and by the load generator users run).
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'

@@ -1,5 +1,5 @@
 /**
- * Load generators on undici for the benchmarks.
+ * Load generators on undici (the overhead bench in bench/ drives its targets with them).
  *
  * - closedLoop: `concurrency` workers, each sending its next request when the last one
  *   ended, for a fixed number of requests or a fixed time.
@@ -8,8 +8,8 @@
  *   counts from the request's dispatch, which keeps to the schedule within the timer's
  *   granularity (`lagMs` reports how late each dispatch was).
  * - Streams (`stream: true` on either): each SSE event's arrival time is recorded, and
- *   when the event carries a send-time stamp (`"t_ns": <CLOCK_MONOTONIC ns>`, as the trivial
- *   upstream writes) the upstream-to-client delay of that event too.
+ *   when the event carries a send-time stamp (`"t_ns": <CLOCK_MONOTONIC ns>`, as
+ *   bench/trivial-upstream.ts writes) the upstream-to-client delay of that event too.
  *
  * Every loop takes a Dispatcher (make one with `connect`) so a warm-up and the measured
  * run share connections.
