@@ -10,6 +10,11 @@ export default defineConfig({
         test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
       },
       {
+        // the project's own benchmarks keep their unit tests beside them (bench/ never ships)
+        extends: true,
+        test: { name: 'bench', include: ['bench/test/**/*.test.ts'] },
+      },
+      {
         // Integration and e2e tests start real servers, time-scaled simulators and child
         // processes, and some check timing (a chunk relayed within 20 ms). On a 2-core
         // machine two such files at once turn those checks into CPU-contention noise, so

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import type { PhaseStats, RoundResult, StreamStats } from '../../../src/bench/measure.js'
-import { type Results, verdicts } from '../../../src/bench/overhead-report.js'
+import type { PhaseStats, RoundResult, StreamStats } from '../measure.js'
+import { type Results, verdicts } from '../overhead-report.js'
 
 describe('overhead verdicts', () => {
   const phase = (p50: number, p99: number, rps = 1000, cpuUs = 100): PhaseStats => ({

@@ -12,9 +12,9 @@ import { cpus, loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { BUILTIN_CLASSES } from '../config/schema.js'
-import { Report } from '../loadgen/report.js'
-import { loadProfile } from '../sim/index.js'
+import { BUILTIN_CLASSES } from '../src/config/schema.js'
+import { Report } from '../src/loadgen/report.js'
+import { loadProfile } from '../src/sim/index.js'
 import { measureCapacity, referenceLevel } from './admission-capacity.js'
 import { outcomeLine } from './admission-client.js'
 import { loadBenchFile, workloadSpec } from './admission-config.js'
@@ -40,7 +40,7 @@ import { spawnChild } from './admission-spawn.js'
 import { mergedArrivals } from './admission-workload.js'
 import type { Child } from './processes.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..')
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 
 const USAGE = `Usage: npm run bench:admission -- [options]
 

@@ -13,7 +13,7 @@ import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { Report } from '../loadgen/report.js'
+import { Report } from '../src/loadgen/report.js'
 import { measureAll, type Profile } from './measure.js'
 import { writeResults } from './overhead-report.js'
 import { canPin, pin, which } from './processes.js'
@@ -25,10 +25,11 @@ import {
   startNginx,
   startUpstream,
   type Target,
+  UPSTREAM_JS,
   type Upstream,
 } from './targets.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..')
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 
 const FULL: Profile = {
   rounds: 7,
@@ -61,24 +62,24 @@ const USAGE = `Usage: npm run bench:overhead -- [options]
   --quick        shorter slices and fewer rounds (about 1.5 min instead of about 4)
   --rounds N     rounds per phase (default 7; 5 with --quick)
   --out FILE     report file (default reports/overhead.md)
-  --no-build     use dist/ as it is instead of running tsc first
+  --no-build     use dist/ and bench/dist/ as they are instead of running tsc first
   -h, --help     this help
 `
 
 const log = (s: string) => process.stderr.write(`[bench:overhead] ${s}\n`)
 
 function build(): void {
-  log('building dist/ (tsc -p tsconfig.build.json)')
-  try {
-    execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], {
-      cwd: ROOT,
-      stdio: 'pipe',
-    })
-  } catch (err) {
-    const out = String((err as { stdout?: Buffer }).stdout ?? '')
-    log(`tsc reported errors (JS is emitted anyway; going on):\n${out.split('\n').slice(0, 10).join('\n')}`)
+  // the gateway as shipped (dist/), and the trivial upstream as plain JS (bench/dist/)
+  for (const project of ['tsconfig.build.json', 'bench/tsconfig.build.json']) {
+    log(`building (tsc -p ${project})`)
+    try {
+      execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', project], { cwd: ROOT, stdio: 'pipe' })
+    } catch (err) {
+      const out = String((err as { stdout?: Buffer }).stdout ?? '')
+      log(`tsc reported errors (JS is emitted anyway; going on):\n${out.split('\n').slice(0, 10).join('\n')}`)
+    }
   }
-  for (const f of ['dist/cli.js', 'dist/bench/trivial-upstream.js'])
+  for (const f of ['dist/cli.js', UPSTREAM_JS])
     if (!existsSync(join(ROOT, f))) throw new Error(`${f} missing after the build`)
 }
 
@@ -132,7 +133,7 @@ function header(report: Report, p: Profile, c: Context): void {
       'So in the closed loop, "direct" is bound by core 0 doing both the client and the upstream, and a',
       'proxy is bound by its own core 1 (see "proxy CPU busy"): the req/s ratio is not a pure cost ratio.',
       '',
-      '**Targets.** direct = the trivial upstream (src/bench/trivial-upstream.ts, Node http); slo-gateway =',
+      '**Targets.** direct = the trivial upstream (bench/trivial-upstream.ts, Node http); slo-gateway =',
       '`node dist/cli.js serve --upstream URL --set log.level=warn` (telemetry on, as shipped; admission',
       `control ${admission}, per its /admin/state); telemetry off = the same with`,
       '`--set telemetry.enabled=false` (no SLO metrics or windows; admission still on); nginx and haproxy =',

@@ -8,6 +8,9 @@ import { join } from 'node:path'
 import { request } from 'undici'
 import { type Child, freePort, start, waitReady, which } from './processes.js'
 
+/** The trivial upstream built to plain JS (bench/tsconfig.build.json), relative to the root. */
+export const UPSTREAM_JS = 'bench/dist/trivial-upstream.js'
+
 export type TargetKey = 'direct' | 'gateway' | 'gateway-off' | 'nginx' | 'haproxy'
 
 export interface Target {
@@ -55,7 +58,7 @@ export async function startUpstream(
     'trivial-upstream',
     process.execPath,
     [
-      join(root, 'dist/bench/trivial-upstream.js'),
+      join(root, UPSTREAM_JS),
       '--port',
       String(port),
       '--chunks',

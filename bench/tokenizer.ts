@@ -8,9 +8,9 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import llama3Tokenizer from 'llama3-tokenizer-js'
-import { TokenEstimator } from '../admission/token-estimator.js'
+import { TokenEstimator } from '../src/admission/token-estimator.js'
 
-const ROOT = join(import.meta.dirname, '..', '..')
+const ROOT = join(import.meta.dirname, '..')
 const text = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => join('docs', f))]
   .map((f) => readFileSync(join(ROOT, f), 'utf8'))
   .join('\n')

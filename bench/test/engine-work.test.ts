@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { engineWorkMsPerS, heldCapacity, saturation } from '../../../src/bench/admission-capacity.js'
-import { loadBenchFile, workloadSpec } from '../../../src/bench/admission-config.js'
-import { leftoverForBatch } from '../../../src/bench/admission-report.js'
-import { loadProfile } from '../../../src/sim/profile-loader.js'
+import { loadProfile } from '../../src/sim/profile-loader.js'
+import { engineWorkMsPerS, heldCapacity, saturation } from '../admission-capacity.js'
+import { loadBenchFile, workloadSpec } from '../admission-config.js'
+import { leftoverForBatch } from '../admission-report.js'
 
 describe('engine work of a class (the capacity interactive leaves to batch)', () => {
   const profile = loadProfile('llama-3.1-8b-h100')

@@ -3,7 +3,7 @@
  * estimator and queues during its run, and the facts that explain the misses.
  */
 
-import { fmt, type Report } from '../loadgen/report.js'
+import { fmt, type Report } from '../src/loadgen/report.js'
 import type { CapacityFacts, ReferenceLevel } from './admission-capacity.js'
 import { type LevelResult, ms, pct, reasons } from './admission-report.js'
 

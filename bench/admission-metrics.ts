@@ -16,7 +16,7 @@
  *   they belong to, per second of window.
  */
 
-import { percentile, sorted } from '../loadgen/report.js'
+import { percentile, sorted } from '../src/loadgen/report.js'
 import type { Outcome } from './admission-client.js'
 import type { SegmentResult, Snapshot, Window } from './admission-run.js'
 import type { BenchClass } from './admission-workload.js'

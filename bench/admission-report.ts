@@ -3,7 +3,7 @@
  * behind each), and per class and level the measured figures, direct and through the gateway.
  */
 
-import { fmt, type Report } from '../loadgen/report.js'
+import { fmt, type Report } from '../src/loadgen/report.js'
 import {
   type CapacityFacts,
   type EngineWorkRates,

@@ -1,15 +1,15 @@
 /**
  * Microbenchmark of the telemetry request path: `record(ticket)` + `observeHttp(...)` per
  * request, as src/proxy/handlers.ts calls them, on a realistic config (one pool).
- * Run: npx tsx src/bench/telemetry-micro.ts [requests=200000] [runs=5]
+ * Run: npx tsx bench/telemetry-micro.ts [requests=200000] [runs=5]
  * Prints µs per request (median of the runs) and GC events during the timed runs.
  */
 import { PerformanceObserver } from 'node:perf_hooks'
 import { Registry } from 'prom-client'
-import { systemClock } from '../clock.js'
-import { configSchema } from '../config/schema.js'
-import { createTelemetry } from '../telemetry/index.js'
-import { Ticket } from '../ticket.js'
+import { systemClock } from '../src/clock.js'
+import { configSchema } from '../src/config/schema.js'
+import { createTelemetry } from '../src/telemetry/index.js'
+import { Ticket } from '../src/ticket.js'
 
 const N = Number(process.argv[2] ?? 200_000)
 const RUNS = Number(process.argv[3] ?? 5)

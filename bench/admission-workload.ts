@@ -11,7 +11,7 @@
  * of a class has the same lengths, only the spacing changes (a higher level offers more of the
  * same sequence in the same time). So the levels differ in load and in nothing else.
  */
-import { deriveSeed, Rng } from '../sim/rng.js'
+import { deriveSeed, Rng } from '../src/sim/rng.js'
 
 export interface LognormalComponent {
   readonly weight: number

@@ -12,10 +12,10 @@
  *   leaves to batch.
  */
 
-import { percentile, sorted } from '../loadgen/report.js'
-import { SimEngine } from '../sim/engine.js'
-import type { SimProfile, StepTimeModel } from '../sim/profile-schema.js'
-import { SimRequest, type TokenSink } from '../sim/sim-request.js'
+import { percentile, sorted } from '../src/loadgen/report.js'
+import { SimEngine } from '../src/sim/engine.js'
+import type { SimProfile, StepTimeModel } from '../src/sim/profile-schema.js'
+import { SimRequest, type TokenSink } from '../src/sim/sim-request.js'
 import {
   type Arrival,
   type BenchClass,

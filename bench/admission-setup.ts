@@ -3,7 +3,7 @@
  * capacity and how it was measured. Everything a reader needs to redo or question the numbers.
  */
 
-import { fmt, type Report } from '../loadgen/report.js'
+import { fmt, type Report } from '../src/loadgen/report.js'
 import { type CapacityFacts, engineWorkMsPerS, heldCapacity, type SloCapacity } from './admission-capacity.js'
 import { gatewayConfig } from './admission-child.js'
 import type { BenchFile } from './admission-config.js'
@@ -64,7 +64,7 @@ export function setupSection(report: Report, f: SetupFacts): void {
       'server would show them and compare directly with the 500 ms / 50 ms SLOs.',
       '',
       '**Processes.** The load generator (this process), the simulator and the gateway each run in their',
-      'own Node process (src/bench/admission-child.ts, under tsx), unpinned on the 2 cores. The load',
+      'own Node process (bench/admission-child.ts, under tsx), unpinned on the 2 cores. The load',
       'generator parses every streamed token of hundreds of concurrent streams; in the same event loop as the',
       'simulator it would delay engine steps and token timestamps, and in the same loop as the gateway it',
       'would delay admission decisions: separate processes keep each one on its own event loop. The',

@@ -12,8 +12,8 @@ import {
   openLoop,
   type RequestSpec,
   succeeded,
-} from '../loadgen/load-client.js'
-import { fmt, median, percentile, sorted } from '../loadgen/report.js'
+} from '../src/loadgen/load-client.js'
+import { fmt, median, percentile, sorted } from '../src/loadgen/report.js'
 import { coreBusyMs, treeCpuMs } from './processes.js'
 import type { Target, TargetKey } from './targets.js'
 

@@ -7,7 +7,7 @@
  * never throws: a network error is status 0, a cut-off (the run's abort signal) sets `cut`.
  */
 import type { Dispatcher } from 'undici'
-import { SseSplitter } from '../loadgen/sse-split.js'
+import { SseSplitter } from '../src/loadgen/sse-split.js'
 import { type Arrival, promptText } from './admission-workload.js'
 
 export interface Outcome {

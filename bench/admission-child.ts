@@ -2,8 +2,8 @@
  * The admission bench's child processes, one per server, so the load generator (which parses
  * every streamed token) never shares an event loop with what it measures:
  *
- *   node --import tsx src/bench/admission-child.ts sim --profile P --scale S --seed N
- *   node --import tsx src/bench/admission-child.ts gateway --sim URL --model M --scale S
+ *   node --import tsx bench/admission-child.ts sim --profile P --scale S --seed N
+ *   node --import tsx bench/admission-child.ts gateway --sim URL --model M --scale S
  *
  * `sim`: one simulated replica (startSim), plus a small stats listener for the bench:
  * GET /stats = { busyMs (sum of the engine's step durations, wall ms), running, waiting,
@@ -19,10 +19,10 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { parseArgs } from 'node:util'
-import { configSchema } from '../config/schema.js'
-import { createGateway } from '../gateway.js'
-import { createLogger } from '../logger.js'
-import { startSim } from '../sim/index.js'
+import { configSchema } from '../src/config/schema.js'
+import { createGateway } from '../src/gateway.js'
+import { createLogger } from '../src/logger.js'
+import { startSim } from '../src/sim/index.js'
 
 export const READY_PREFIX = 'ADMISSION-CHILD '
 

@@ -1,15 +1,16 @@
 /**
- * Starts one of the admission bench's child processes (src/bench/admission-child.ts under tsx)
+ * Starts one of the admission bench's child processes (bench/admission-child.ts under tsx)
  * and waits for the line that says where it listens.
  */
 import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { READY_PREFIX } from './admission-child.js'
 import { type Child, start } from './processes.js'
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..')
-const CHILD = join(ROOT, 'src/bench/admission-child.ts')
-const TSX = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href
+const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'admission-child.ts')
+// tsx's loader as a file URL, found from here (bench/node_modules or the root's, where npm
+// workspaces hoist it), so the child finds it whatever its working directory
+const TSX = import.meta.resolve('tsx')
 
 /** `stopping()` true: the bench stops it itself, so its exit is not news. */
 export async function spawnChild(

@@ -3,7 +3,7 @@
  * differences computed within each round (side by side) and then taken as the median.
  */
 
-import { fmt, fmtDelta, median, type Report, ratio } from '../loadgen/report.js'
+import { fmt, fmtDelta, median, type Report, ratio } from '../src/loadgen/report.js'
 import type { Profile, Results, RoundResult } from './measure.js'
 import type { TargetKey } from './targets.js'
 

@@ -1,6 +1,6 @@
-import { SimEngine } from './engine.js'
-import type { SimProfile } from './profile-schema.js'
-import { type FinishReason, SimRequest, type TokenSink } from './sim-request.js'
+import { SimEngine } from '../src/sim/engine.js'
+import type { SimProfile } from '../src/sim/profile-schema.js'
+import { type FinishReason, SimRequest, type TokenSink } from '../src/sim/sim-request.js'
 
 export interface ClosedLoopSpec {
   readonly concurrency: number

@@ -10,8 +10,9 @@
  * - `GET /metrics`: an idle vLLM page, so a gateway's scraper finds the endpoint fresh.
  * - `GET /v1/models`: one model.
  *
- * Run as a process: `node dist/bench/trivial-upstream.js --port 0 [--chunks 20] [--interval-ms 10]`;
- * it prints `listening <port>` on stdout once ready.
+ * Run as a process: `node bench/dist/trivial-upstream.js --port 0 [--chunks 20] [--interval-ms 10]`;
+ * it prints `listening <port>` on stdout once ready. bench:overhead builds it with
+ * bench/tsconfig.build.json and runs it in plain Node, so the baseline carries no TS loader.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'

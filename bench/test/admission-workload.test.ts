@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { BenchConfigError, parseBenchFile, workloadSpec } from '../../../src/bench/admission-config.js'
+import { chatPromptTokens } from '../../src/sim/index.js'
+import { Rng } from '../../src/sim/rng.js'
+import { BenchConfigError, parseBenchFile, workloadSpec } from '../admission-config.js'
 import {
   classArrivals,
   classSequence,
@@ -11,9 +13,7 @@ import {
   mergedArrivals,
   promptText,
   type WorkloadSpec,
-} from '../../../src/bench/admission-workload.js'
-import { chatPromptTokens } from '../../../src/sim/index.js'
-import { Rng } from '../../../src/sim/rng.js'
+} from '../admission-workload.js'
 
 const spec: WorkloadSpec = {
   seed: 7,
@@ -133,7 +133,7 @@ describe('prompt text', () => {
 
 describe('workload file', () => {
   it('parses the shipped config/workloads/admission.yaml', () => {
-    const path = join(import.meta.dirname, '../../../config/workloads/admission.yaml')
+    const path = join(import.meta.dirname, '../../config/workloads/admission.yaml')
     const f = parseBenchFile(readFileSync(path, 'utf8'), path)
     expect(f.levels).toEqual([0.5, 1, 2, 4])
     const w = workloadSpec(f)
@@ -142,7 +142,7 @@ describe('workload file', () => {
   })
 
   it('names the file and the key path of a mistake', () => {
-    const path = join(import.meta.dirname, '../../../config/workloads/admission.yaml')
+    const path = join(import.meta.dirname, '../../config/workloads/admission.yaml')
     const text = readFileSync(path, 'utf8').replace('time_scale: ', 'time_scale: -')
     expect(() => parseBenchFile(text, 'w.yaml')).toThrow(BenchConfigError)
     expect(() => parseBenchFile(text, 'w.yaml')).toThrow(/w\.yaml: time_scale:/)

@@ -1,0 +1,27 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = join(import.meta.dirname, '../..')
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => join(e.parentPath, e.name))
+}
+
+describe('the bench stays out of the package', () => {
+  it('nothing in src/ or test/ imports from bench/', () => {
+    const offenders = ['src', 'test'].flatMap((dir) =>
+      tsFiles(join(ROOT, dir)).filter((f) => /from '(\.\.\/)+bench\//.test(readFileSync(f, 'utf8'))),
+    )
+    expect(offenders.map((f) => relative(ROOT, f))).toEqual([])
+  })
+
+  it('the build compiles src/ only and the package ships dist/ and config/', () => {
+    const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] }
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }
+    expect(build.include).toEqual(['src'])
+    expect(pkg.files).toEqual(['dist', 'config'])
+  })
+})
