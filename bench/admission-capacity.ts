@@ -67,12 +67,8 @@ export function serveVirtual(
   let now = 0
   let i = 0
   while (now <= untilMs) {
-    while (
-      i < arrivals.length &&
-      (arrivals[i] as Arrival).atMs <= now &&
-      (arrivals[i] as Arrival).atMs < untilMs
-    ) {
-      const a = arrivals[i++] as Arrival
+    while (i < arrivals.length && arrivals[i]!.atMs <= now && arrivals[i]!.atMs < untilMs) {
+      const a = arrivals[i++]!
       const id = `${a.cls}-${a.seq}`
       progress.set(id, { arrival: a, first: Number.NaN, last: Number.NaN, tokens: 0 })
       engine.submit(
@@ -89,8 +85,8 @@ export function serveVirtual(
     }
     const d = engine.beginStep(now)
     if (d === null) {
-      if (i >= arrivals.length || (arrivals[i] as Arrival).atMs >= untilMs) break
-      now = (arrivals[i] as Arrival).atMs
+      if (i >= arrivals.length || arrivals[i]!.atMs >= untilMs) break
+      now = arrivals[i]!.atMs
       continue
     }
     now += d
@@ -223,8 +219,8 @@ export function saturation(
 ): Saturation {
   const arr = classSequence(spec, cls, backlog).map((a) => ({ ...a, atMs: 0 }))
   const out = serveVirtual(profile, arr).sort((a, b) => a.endMs - b.endMs)
-  const from = out[Math.floor(out.length * 0.2)] as VirtualOutcome
-  const to = out[Math.floor(out.length * 0.8)] as VirtualOutcome
+  const from = out[Math.floor(out.length * 0.2)]!
+  const to = out[Math.floor(out.length * 0.8)]!
   const mid = out.filter((o) => o.endMs > from.endMs && o.endMs <= to.endMs)
   const sec = (to.endMs - from.endMs) / 1000
   let tokens = 0

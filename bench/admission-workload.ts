@@ -58,7 +58,7 @@ export function lognormalParams(c: LognormalComponent): { mu: number; sigma: num
 export function drawLength(mix: LengthMix, rng: Rng): number {
   const total = mix.reduce((a, c) => a + c.weight, 0)
   let u = rng.next() * total
-  let comp = mix[mix.length - 1] as LognormalComponent
+  let comp = mix[mix.length - 1]!
   for (const c of mix) {
     if (u < c.weight) {
       comp = c

@@ -210,7 +210,7 @@ async function main(): Promise<void> {
           label: 'direct',
         })
         keep('direct', run)
-        const m = segmentMetrics(run.segments[0] as SegmentResult, run.outcomes, slos, scale)
+        const m = segmentMetrics(run.segments[0]!, run.outcomes, slos, scale)
         ;(results.get(x) as LevelResult).runs.direct = m
         log(`direct ${seg.name}: ${segmentSummary(m)}`)
         if (!(await waitIdle(direct.probes, 120_000)))

@@ -260,7 +260,7 @@ export async function measureAll(
     for (let round = 0; round < p.rounds; round++) {
       const parts: string[] = []
       for (let i = 0; i < targets.length; i++) {
-        const target = targets[(i + round) % targets.length] as Target
+        const target = targets[(i + round) % targets.length]!
         const stats = await slice({ target, client: clients.get(target.key) as Pool, profile: p, pinning })
         ;(acc.get(target.key)?.[name] as S[])[round] = stats
         parts.push(`${target.key} ${line(stats)}`)
@@ -301,8 +301,8 @@ export async function measureAll(
       label: t.label,
       rounds: a.closed.map((closed, i) => ({
         closed,
-        open: a.open[i] as PhaseStats,
-        stream: a.stream[i] as StreamStats,
+        open: a.open[i]!,
+        stream: a.stream[i]!,
       })),
     })
   }

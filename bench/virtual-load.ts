@@ -61,11 +61,11 @@ export function runClosedLoopVirtual(profile: SimProfile, spec: ClosedLoopSpec):
   }
   const starts = Array.from({ length: spec.concurrency }, (_, i) => i * (spec.staggerMs ?? 0))
   for (;;) {
-    while (starts.length > 0 && (starts[0] as number) <= now) submit(starts.shift() as number)
+    while (starts.length > 0 && starts[0]! <= now) submit(starts.shift() as number)
     const d = engine.beginStep(now)
     if (d === null) {
       if (starts.length === 0) break
-      now = starts[0] as number
+      now = starts[0]!
       continue
     }
     now += d

@@ -32,7 +32,7 @@ const spec: WorkloadSpec = {
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)] as number
+  return s[Math.floor(s.length / 2)]!
 }
 
 describe('seeded workload', () => {

@@ -30,13 +30,13 @@ export class Rls {
     this.w = [...initial]
     this.raw = [...initial]
     this.lambda = lambda
-    const s = (i: number) => (typeof spread === 'number' ? spread : (spread[i] as number))
+    const s = (i: number) => (typeof spread === 'number' ? spread : spread[i]!)
     this.p = initial.map((_, i) => initial.map((_, j) => (i === j ? s(i) ** 2 : 0)))
   }
 
   predict(x: readonly number[]): number {
     let y = 0
-    for (let i = 0; i < this.k; i++) y += (this.w[i] as number) * (x[i] as number)
+    for (let i = 0; i < this.k; i++) y += this.w[i]! * x[i]!
     return y
   }
 
@@ -44,21 +44,21 @@ export class Rls {
     const k = this.k
     const px = new Array<number>(k).fill(0)
     for (let i = 0; i < k; i++) {
-      const row = this.p[i] as number[]
+      const row = this.p[i]!
       let s = 0
-      for (let j = 0; j < k; j++) s += (row[j] as number) * (x[j] as number)
+      for (let j = 0; j < k; j++) s += row[j]! * x[j]!
       px[i] = s
     }
     let denom = this.lambda
-    for (let i = 0; i < k; i++) denom += (x[i] as number) * (px[i] as number)
+    for (let i = 0; i < k; i++) denom += x[i]! * px[i]!
     let fitted = 0
-    for (let i = 0; i < k; i++) fitted += (this.raw[i] as number) * (x[i] as number)
+    for (let i = 0; i < k; i++) fitted += this.raw[i]! * x[i]!
     const err = y - fitted
-    for (let i = 0; i < k; i++) this.raw[i] = (this.raw[i] as number) + ((px[i] as number) / denom) * err
+    for (let i = 0; i < k; i++) this.raw[i] = this.raw[i]! + (px[i]! / denom) * err
     for (let i = 0; i < k; i++) {
-      const row = this.p[i] as number[]
+      const row = this.p[i]!
       for (let j = 0; j < k; j++) {
-        row[j] = ((row[j] as number) - ((px[i] as number) * (px[j] as number)) / denom) / this.lambda
+        row[j] = (row[j]! - (px[i]! * px[j]!) / denom) / this.lambda
       }
     }
     this.project()
@@ -67,18 +67,17 @@ export class Rls {
   /** w = the fit with its negative weights moved to 0, one at a time, along the covariance. */
   private project(): void {
     const w = this.w
-    for (let i = 0; i < this.k; i++) w[i] = this.raw[i] as number
+    for (let i = 0; i < this.k; i++) w[i] = this.raw[i]!
     for (let round = 0; round < this.k; round++) {
       let j = -1
-      for (let i = 0; i < this.k; i++)
-        if ((w[i] as number) < 0 && (j < 0 || (w[i] as number) < (w[j] as number))) j = i
+      for (let i = 0; i < this.k; i++) if (w[i]! < 0 && (j < 0 || w[i]! < w[j]!)) j = i
       if (j < 0) return
-      const pj = this.p[j] as number[]
-      const pjj = pj[j] as number
-      const wj = w[j] as number
-      for (let i = 0; i < this.k; i++) w[i] = (w[i] as number) - ((pj[i] as number) / pjj) * wj
+      const pj = this.p[j]!
+      const pjj = pj[j]!
+      const wj = w[j]!
+      for (let i = 0; i < this.k; i++) w[i] = w[i]! - (pj[i]! / pjj) * wj
       w[j] = 0
     }
-    for (let i = 0; i < this.k; i++) w[i] = Math.max(0, w[i] as number)
+    for (let i = 0; i < this.k; i++) w[i] = Math.max(0, w[i]!)
   }
 }

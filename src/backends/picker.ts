@@ -28,7 +28,7 @@ export class Picker {
     for (let i = 0; i < views.length; i++) {
       let s: number
       try {
-        s = this.scorer.score(views[i] as EndpointView, tokens)
+        s = this.scorer.score(views[i]!, tokens)
       } catch {
         s = Number.POSITIVE_INFINITY // a scorer that breaks its contract must not break the request path
       }
@@ -39,8 +39,8 @@ export class Picker {
     if (best === Number.POSITIVE_INFINITY) return -1
     const limit = best + TIE * Math.max(1, best)
     const ties: number[] = []
-    for (let i = 0; i < scores.length; i++) if ((scores[i] as number) <= limit) ties.push(i)
-    const chosen = ties[this.turn % ties.length] as number
+    for (let i = 0; i < scores.length; i++) if (scores[i]! <= limit) ties.push(i)
+    const chosen = ties[this.turn % ties.length]!
     this.turn = (this.turn + 1) % 1_000_000_007
     return chosen
   }

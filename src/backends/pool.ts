@@ -112,7 +112,7 @@ export class EndpointPool implements BackendPool {
     }
     if (candidates.length === 0) return undefined
     const chosen = this.deps.picker.pick(views, tokens)
-    return chosen < 0 ? undefined : (candidates[chosen] as PoolEndpoint).acquire(tokens)
+    return chosen < 0 ? undefined : candidates[chosen]!.acquire(tokens)
   }
 
   views(): EndpointView[] {

@@ -60,9 +60,9 @@ interface Cursor {
 
 function readName(c: Cursor): string | undefined {
   const start = c.i
-  if (c.i >= c.s.length || !NAME_START.test(c.s[c.i] as string)) return undefined
+  if (c.i >= c.s.length || !NAME_START.test(c.s[c.i]!)) return undefined
   c.i++
-  while (c.i < c.s.length && NAME_CHAR.test(c.s[c.i] as string)) c.i++
+  while (c.i < c.s.length && NAME_CHAR.test(c.s[c.i]!)) c.i++
   return c.s.slice(start, c.i)
 }
 
@@ -71,7 +71,7 @@ function readQuoted(c: Cursor): string | undefined {
   c.i++
   let out = ''
   while (c.i < c.s.length) {
-    const ch = c.s[c.i] as string
+    const ch = c.s[c.i]!
     if (ch === '"') {
       c.i++
       return out
@@ -165,9 +165,9 @@ function parseSampleLine(
   const hash = rest.indexOf(' #') // OpenMetrics exemplar
   const fields = (hash >= 0 ? rest.slice(0, hash) : rest).trim().split(/[ \t]+/)
   if (fields.length < 1 || fields.length > 2 || fields[0] === '') return undefined
-  const value = parsePromValue(fields[0] as string)
+  const value = parsePromValue(fields[0]!)
   if (value === undefined) return undefined
-  if (fields.length === 2 && parsePromValue(fields[1] as string) === undefined) return undefined
+  if (fields.length === 2 && parsePromValue(fields[1]!) === undefined) return undefined
   return { name, labels, value }
 }
 
@@ -186,7 +186,7 @@ export function parsePromText(text: string, wanted?: (name: string) => boolean):
     if (line === '') continue
     if (line[0] === '#') {
       const m = /^#\s+TYPE\s+(\S+)\s+(\S+)/.exec(line)
-      if (m !== null) types.set(m[1] as string, (m[2] as string).toLowerCase())
+      if (m !== null) types.set(m[1]!, m[2]!.toLowerCase())
       continue
     }
     const sample = parseSampleLine(line, wanted)

@@ -24,8 +24,8 @@ export function percentile(ascending: ArrayLike<number>, p: number): number {
   const rank = (p / 100) * (n - 1)
   const lo = Math.floor(rank)
   const hi = Math.min(lo + 1, n - 1)
-  const a = ascending[lo] as number
-  const b = ascending[hi] as number
+  const a = ascending[lo]!
+  const b = ascending[hi]!
   return a + (b - a) * (rank - lo)
 }
 
@@ -46,12 +46,12 @@ export function summarize(values: Iterable<number>): Summary {
   const n = s.length
   return {
     count: n,
-    min: n > 0 ? (s[0] as number) : Number.NaN,
+    min: n > 0 ? s[0]! : Number.NaN,
     mean: n > 0 ? sum / n : Number.NaN,
     p50: percentile(s, 50),
     p90: percentile(s, 90),
     p99: percentile(s, 99),
-    max: n > 0 ? (s[n - 1] as number) : Number.NaN,
+    max: n > 0 ? s[n - 1]! : Number.NaN,
   }
 }
 

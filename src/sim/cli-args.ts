@@ -43,7 +43,7 @@ export function parseSimArgs(argv: readonly string[]): CliParse {
   const args = argv[0] === 'sim' ? argv.slice(1) : argv
   const opts: SimOptions = {}
   for (let i = 0; i < args.length; i++) {
-    const a = args[i] as string
+    const a = args[i]!
     if (a === '-h' || a === '--help') return { kind: 'help' }
     if (!a.startsWith('--')) return { kind: 'error', message: `unexpected argument "${a}"` }
     const eq = a.indexOf('=')

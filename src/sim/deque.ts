@@ -47,7 +47,7 @@ export class Deque<T> {
   retain(keep: (v: T) => boolean): void {
     const kept: T[] = []
     for (let i = 0; i < this.len; i++) {
-      const v = this.buf[(this.head + i) % this.buf.length] as T
+      const v = this.buf[(this.head + i) % this.buf.length]!
       if (keep(v)) kept.push(v)
     }
     this.buf = new Array<T | undefined>(Math.max(16, kept.length * 2))
@@ -57,7 +57,7 @@ export class Deque<T> {
   }
 
   *[Symbol.iterator](): IterableIterator<T> {
-    for (let i = 0; i < this.len; i++) yield this.buf[(this.head + i) % this.buf.length] as T
+    for (let i = 0; i < this.len; i++) yield this.buf[(this.head + i) % this.buf.length]!
   }
 
   private grow(): void {

@@ -35,7 +35,7 @@ export class RateWindow {
       this.stamps[i] = sec
       this.slots[i] = 0
     }
-    this.slots[i] = (this.slots[i] as number) + n
+    this.slots[i] = this.slots[i]! + n
   }
 
   /** Average over the 5 whole seconds before the current one. */
@@ -44,7 +44,7 @@ export class RateWindow {
     let total = 0
     for (let s = sec - 5; s < sec; s++) {
       const i = ((s % 8) + 8) % 8
-      if (this.stamps[i] === s) total += this.slots[i] as number
+      if (this.stamps[i] === s) total += this.slots[i]!
     }
     return total / 5
   }

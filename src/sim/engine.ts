@@ -154,7 +154,7 @@ export class SimEngine {
 
   private registerFullBlocks(req: SimRequest): void {
     const full = Math.min(Math.floor(req.numComputed / this.kv.blockSize), req.blockHashes.length)
-    for (let b = req.cached.length; b < full; b++) this.kv.register(req, req.blockHashes[b] as string)
+    for (let b = req.cached.length; b < full; b++) this.kv.register(req, req.blockHashes[b]!)
   }
 
   private dropAborted(): void {

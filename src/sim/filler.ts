@@ -11,7 +11,7 @@ export const FILLER_TOKENS: readonly string[] = WORDS.split(' ').map((w, i) => (
 
 /** The text of output token number `i` (0-based). */
 export function fillerToken(i: number): string {
-  return FILLER_TOKENS[i % FILLER_TOKENS.length] as string
+  return FILLER_TOKENS[i % FILLER_TOKENS.length]!
 }
 
 /** The text of the first `n` output tokens. */

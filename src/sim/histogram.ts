@@ -8,8 +8,7 @@ export class Histogram {
 
   constructor(bounds: readonly number[]) {
     for (let i = 1; i < bounds.length; i++) {
-      if ((bounds[i] as number) <= (bounds[i - 1] as number))
-        throw new Error('histogram bounds must increase')
+      if (bounds[i]! <= bounds[i - 1]!) throw new Error('histogram bounds must increase')
     }
     this.bounds = bounds
     this.counts = new Float64Array(bounds.length + 1)
@@ -21,10 +20,10 @@ export class Histogram {
     let hi = b.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (v <= (b[mid] as number)) hi = mid
+      if (v <= b[mid]!) hi = mid
       else lo = mid + 1
     }
-    this.counts[lo] = (this.counts[lo] as number) + 1
+    this.counts[lo] = this.counts[lo]! + 1
     this.sum += v
     this.count++
   }
@@ -34,7 +33,7 @@ export class Histogram {
     const out: number[] = []
     let acc = 0
     for (let i = 0; i < this.counts.length; i++) {
-      acc += this.counts[i] as number
+      acc += this.counts[i]!
       out.push(acc)
     }
     return out

@@ -71,7 +71,7 @@ export class KvBlockManager {
   free(h: BlockHolder): void {
     this.anonUsed -= h.numBlocks - h.cached.length
     for (let i = h.cached.length - 1; i >= 0; i--) {
-      const b = h.cached[i] as CachedBlock
+      const b = h.cached[i]!
       b.refs--
       if (b.refs === 0) {
         this.cachedInUse--
@@ -89,7 +89,7 @@ export class KvBlockManager {
   acquirePrefix(h: BlockHolder, hashes: readonly string[], maxBlocks: number): number {
     let n = 0
     while (n < maxBlocks && n < hashes.length) {
-      const b = this.byHash.get(hashes[n] as string)
+      const b = this.byHash.get(hashes[n]!)
       if (b === undefined) break
       if (b.refs === 0) {
         this.evictable.delete(b.hash)

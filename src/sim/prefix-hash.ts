@@ -18,7 +18,7 @@ export function blockHashes(
   for (let b = 0; b < n; b++) {
     const end = (b + 1) * unit
     for (; i < end; i++) {
-      const c = typeof source === 'string' ? source.charCodeAt(i) : (source[i] as number)
+      const c = typeof source === 'string' ? source.charCodeAt(i) : source[i]!
       h1 = Math.imul(h1 ^ c, 0x01000193)
       h2 = Math.imul(h2 ^ (c + 0x9e37), 0x0100019d)
     }

@@ -30,6 +30,6 @@ export class SampleRing {
     if (len === 0) return Number.NaN
     const sorted = Array.from(this.buf.subarray(0, len)).sort((a, b) => a - b)
     const idx = Math.min(len - 1, Math.max(0, Math.ceil(q * len) - 1))
-    return sorted[idx] as number
+    return sorted[idx]!
   }
 }

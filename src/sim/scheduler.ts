@@ -58,7 +58,7 @@ export function scheduleStep(
 
   let i = 0
   running: while (i < q.running.length && budget > 0) {
-    const req = q.running[i] as SimRequest
+    const req = q.running[i]!
     const numNew = Math.min(req.numTokens - req.numComputed, budget)
     while (!kv.allocate(req, req.numComputed + numNew)) {
       const victim = q.running.pop() as SimRequest

@@ -64,8 +64,8 @@ export class PromWriter {
     const cum = h?.cumulative() ?? new Array<number>(b.length + 1).fill(0)
     const sep = labels === '' ? '' : `${labels},`
     for (let i = 0; i <= b.length; i++) {
-      const le = i < b.length ? formatNumber(b[i] as number, this.style) : '+Inf'
-      this.sample(`${name}_bucket`, `${sep}le="${le}"`, cum[i] as number)
+      const le = i < b.length ? formatNumber(b[i]!, this.style) : '+Inf'
+      this.sample(`${name}_bucket`, `${sep}le="${le}"`, cum[i]!)
     }
     this.sample(`${name}_count`, labels, h?.count ?? 0)
     this.sample(`${name}_sum`, labels, h?.sum ?? 0)

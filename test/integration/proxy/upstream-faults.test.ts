@@ -92,7 +92,7 @@ describe('upstream faults', () => {
     const events = r.text.split('\n\n').filter(Boolean)
     expect(events.slice(0, 2)).toEqual([chunkEvent('a').trim(), chunkEvent('b').trim()])
     expect(events).toHaveLength(3)
-    const last = JSON.parse((events[2] as string).slice('data: '.length))
+    const last = JSON.parse(events[2]!.slice('data: '.length))
     expect(last.error).toMatchObject({ code: 'GW_ERR_UPSTREAM_STREAM_FAILED', type: 'server_error' })
     expect(gw.tickets.at(-1)?.outcome).toBe('failed')
     await stillServes()
@@ -106,7 +106,7 @@ describe('upstream faults', () => {
     const r = await post(gw.url, { ...chat, stream: true })
     const events = r.text.split('\n\n').filter(Boolean)
     expect(events).toHaveLength(2)
-    expect(JSON.parse((events[1] as string).slice(6)).error.code).toBe('GW_ERR_UPSTREAM_STREAM_FAILED')
+    expect(JSON.parse(events[1]!.slice(6)).error.code).toBe('GW_ERR_UPSTREAM_STREAM_FAILED')
     await stillServes()
   })
 

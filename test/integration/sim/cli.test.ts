@@ -20,7 +20,7 @@ function urls(child: ChildProcess, n: number): Promise<string[]> {
     const timer = setTimeout(() => reject(new Error(`no URLs after 20 s: ${out}`)), 20_000)
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString()
-      const found = [...out.matchAll(/listening on (http:\/\/\S+)/g)].map((m) => m[1] as string)
+      const found = [...out.matchAll(/listening on (http:\/\/\S+)/g)].map((m) => m[1]!)
       if (found.length >= n) {
         clearTimeout(timer)
         resolve(found)

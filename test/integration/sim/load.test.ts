@@ -9,7 +9,7 @@ afterEach(async () => {
   sim = undefined
 })
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 describe('simulator under load', () => {
   it('open-loop Poisson load above capacity: the waiting queue and TTFT grow, then drain', async () => {

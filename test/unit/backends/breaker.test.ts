@@ -84,7 +84,7 @@ describe('Breaker', () => {
     const inflight = [b.onSend(), b.onSend(), b.onSend(), b.onSend()]
     for (const p of inflight.slice(0, 3)) b.onResult('connect_error', p)
     clock.advance(500)
-    b.onResult('connect_error', inflight[3] as boolean)
+    b.onResult('connect_error', inflight[3]!)
     expect(b.retryInMs()).toBe(500)
   })
 

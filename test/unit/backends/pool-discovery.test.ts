@@ -14,7 +14,7 @@ function poolConfig(extra: Record<string, unknown>): {
   const cfg = configSchema.parse({
     backends: { pools: [{ name: 'p', models: ['m'], fail_open: true, ...extra }] },
   })
-  return { pool: cfg.backends.pools[0] as PoolConfig, upstream: cfg.upstream }
+  return { pool: cfg.backends.pools[0]!, upstream: cfg.upstream }
 }
 
 function makePool(extra: Record<string, unknown>, resolver: Resolver = async () => []) {

@@ -61,7 +61,7 @@ describe('EngineLoop', () => {
     // first step does and token k is due at start + 5 + (k-1)*5.1, whatever the timer lateness
     const start = req.firstScheduled
     const expected = 5 + 199 * 5.1
-    expect((times[199] as number) - start).toBeCloseTo(expected, 6)
+    expect(times[199]! - start).toBeCloseTo(expected, 6)
     for (const g of gaps(times)) expect(g).toBeCloseTo(5.1, 9)
     // the wall clock ends one lag behind the schedule, not 200 lags
     expect(clock.now() - start).toBeCloseTo(expected + 0.7, 6)

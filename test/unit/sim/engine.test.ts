@@ -17,7 +17,7 @@ describe('SimEngine on virtual time', () => {
     const ttftModel = stepTimeMs(m, { prefillTokens: prompt, decodeSeqs: 0, contextTokens: prompt })
     // Decode step k reads prompt + k tokens of context; the mean over k = 1..out-1.
     const tpotModel = m.baseMs + m.perDecodeSeqMs + m.perContextTokenMs * (prompt + out / 2)
-    const ttft = sink.times[0] as number
+    const ttft = sink.times[0]!
     const tpot = mean(gaps(sink.times))
     expect(Math.abs(ttft / ttftModel - 1)).toBeLessThan(0.05)
     expect(Math.abs(tpot / tpotModel - 1)).toBeLessThan(0.05)
@@ -42,8 +42,8 @@ describe('SimEngine on virtual time', () => {
       expect(Math.abs(tpot / model - 1)).toBeLessThan(0.05)
       measured.push(tpot)
     }
-    expect(measured[1]).toBeGreaterThan(measured[0] as number)
-    expect(measured[2]).toBeGreaterThan(measured[1] as number)
+    expect(measured[1]).toBeGreaterThan(measured[0]!)
+    expect(measured[2]).toBeGreaterThan(measured[1]!)
   })
 
   it('chunks a long prompt over steps within max_num_batched_tokens', () => {
@@ -129,8 +129,8 @@ describe('SimEngine on virtual time', () => {
     expect(d.engine.numRunning).toBe(4)
     expect(d.engine.numWaiting).toBe(2)
     d.run()
-    const firstTokens = reqs.map((r) => r.sink.times[0] as number)
-    expect(firstTokens[4]).toBeGreaterThan(firstTokens[3] as number)
+    const firstTokens = reqs.map((r) => r.sink.times[0]!)
+    expect(firstTokens[4]).toBeGreaterThan(firstTokens[3]!)
   })
 
   it('prefix caching: a repeated prompt hits the cache and skips most of its prefill', () => {
@@ -142,8 +142,8 @@ describe('SimEngine on virtual time', () => {
     const t0 = d.now
     const second = d.add(160, 2, { hashes, arrival: t0 })
     d.run()
-    const ttft1 = first.sink.times[0] as number
-    const ttft2 = (second.sink.times[0] as number) - t0
+    const ttft1 = first.sink.times[0]!
+    const ttft2 = second.sink.times[0]! - t0
     expect(second.req.cachedPromptTokens).toBe(144) // 9 of 10 blocks: the last one is recomputed
     expect(ttft2).toBeLessThan(ttft1)
     expect(d.engine.stats.prefixQueries).toBe(320)

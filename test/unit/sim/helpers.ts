@@ -104,7 +104,7 @@ export function mean(xs: readonly number[]): number {
 
 /** Gaps between consecutive values. */
 export function gaps(xs: readonly number[]): number[] {
-  return xs.slice(1).map((x, i) => x - (xs[i] as number))
+  return xs.slice(1).map((x, i) => x - xs[i]!)
 }
 
 /** The value of the first sample of `name` in Prometheus text. */

@@ -35,9 +35,9 @@ describe('sim profiles', () => {
       const lines = readFileSync(join(PROFILES_DIR, f), 'utf8').split('\n')
       let section = ''
       for (let i = 0; i < lines.length; i++) {
-        const line = lines[i] as string
+        const line = lines[i]!
         const top = /^(\w+):/.exec(line)
-        if (top !== null) section = top[1] as string
+        if (top !== null) section = top[1]!
         const key = /^ {2}(\w+):/.exec(line)
         if (key === null || (section !== 'engine' && section !== 'step_time')) continue
         const prev = (lines[i - 1] ?? '').trim()
