@@ -3,6 +3,7 @@
  * `backends.pools[0].endpoints[1]: expected a URL, got 'localhost'`.
  */
 import type { z } from 'zod'
+import { isRecord } from '../is-record.js'
 
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = ''
@@ -20,10 +21,6 @@ export function describeValue(v: unknown): string {
   if (Array.isArray(v)) return 'a list'
   if (typeof v === 'object') return 'a mapping'
   return String(v)
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
 const TYPE_NAMES: Record<string, string> = {

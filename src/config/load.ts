@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseDocument, parse as parseYaml } from 'yaml'
+import { isRecord } from '../is-record.js'
 import { formatIssues, formatPath } from './format-issues.js'
 import { configSchema, type GatewayConfig } from './schema.js'
 
@@ -38,17 +39,13 @@ export class ConfigError extends Error {
 
 type Mutable = Record<string, unknown>
 
-function isRecord(v: unknown): v is Mutable {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
-
 /** Splits `backends.pools[0].endpoints` or `backends.pools.0.endpoints` into segments. */
 export function splitPath(path: string): (string | number)[] {
   const segs: (string | number)[] = []
   for (const part of path.split('.')) {
     const m = /^([^[\]]*)((?:\[\d+\])*)$/.exec(part)
     if (m === null || (m[1] === '' && m[2] === '')) throw new Error(`bad path '${path}'`)
-    if (m[1] !== '') segs.push(/^\d+$/.test(m[1] ?? '') ? Number(m[1]) : (m[1] as string))
+    if (m[1] !== '') segs.push(/^\d+$/.test(m[1] ?? '') ? Number(m[1]) : m[1]!)
     for (const idx of (m[2] ?? '').matchAll(/\[(\d+)\]/g)) segs.push(Number(idx[1]))
   }
   return segs
@@ -57,7 +54,7 @@ export function splitPath(path: string): (string | number)[] {
 export function setPath(root: Mutable, path: readonly (string | number)[], value: unknown): void {
   let node: unknown = root
   for (let i = 0; i < path.length - 1; i++) {
-    const seg = path[i] as string | number
+    const seg = path[i]!
     const next = path[i + 1]
     const container = node as Mutable & unknown[]
     let child = (container as Mutable)[seg]
@@ -67,7 +64,7 @@ export function setPath(root: Mutable, path: readonly (string | number)[], value
     }
     node = child
   }
-  ;(node as Mutable)[path[path.length - 1] as string | number] = value
+  ;(node as Mutable)[path[path.length - 1]!] = value
 }
 
 function readYaml(file: string, text: string, problems: string[]): Mutable {

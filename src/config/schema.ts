@@ -6,6 +6,7 @@
  * document in step with this schema). Unknown keys are errors.
  */
 import { z } from 'zod'
+import { isRecord } from '../is-record.js'
 
 const port = z.int().min(0).max(65535)
 const positiveInt = z.int().positive()
@@ -177,10 +178,6 @@ export const BUILTIN_CLASSES = {
     reject_on_ttft: false,
   },
 } as const
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
 
 function mergeClass(base: Record<string, unknown>, own: Record<string, unknown>): Record<string, unknown> {
   const slo = isRecord(base.slo) && isRecord(own.slo) ? { ...base.slo, ...own.slo } : (own.slo ?? base.slo)

@@ -1,3 +1,4 @@
+import { isRecord } from '../is-record.js'
 import { chatPromptTokens, completionPromptTokens } from './prompt-tokens.js'
 
 /** The parts of an OpenAI completion request the simulator acts on, parsed from untrusted JSON. */
@@ -20,10 +21,6 @@ export type SpecResult =
 type Obj = Record<string, unknown>
 
 const fail = (message: string, param: string | null = null): SpecResult => ({ ok: false, message, param })
-
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
 
 interface Common {
   readonly model: string | undefined
@@ -57,7 +54,7 @@ function parseCommon(b: Obj, maxTokensKeys: readonly string[]): Common | SpecRes
   const so = b.stream_options
   if (so !== undefined && so !== null) {
     if (!stream) return fail('Stream options can only be defined when `stream=True`.', 'stream_options')
-    if (!isObj(so)) return fail('stream_options must be an object', 'stream_options')
+    if (!isRecord(so)) return fail('stream_options must be an object', 'stream_options')
     includeUsage = so.include_usage === true
   }
   const model = typeof b.model === 'string' ? b.model : undefined
@@ -66,7 +63,7 @@ function parseCommon(b: Obj, maxTokensKeys: readonly string[]): Common | SpecRes
 
 /** POST /v1/chat/completions */
 export function parseChatRequest(body: unknown): SpecResult {
-  if (!isObj(body)) return fail('request body must be a JSON object')
+  if (!isRecord(body)) return fail('request body must be a JSON object')
   const common = parseCommon(body, ['max_completion_tokens', 'max_tokens'])
   if ('ok' in common) return common
   const messages = body.messages
@@ -76,7 +73,7 @@ export function parseChatRequest(body: unknown): SpecResult {
   let text = ''
   for (let i = 0; i < messages.length; i++) {
     const m: unknown = messages[i]
-    if (!isObj(m) || typeof m.role !== 'string')
+    if (!isRecord(m) || typeof m.role !== 'string')
       return fail(`messages[${i}] must be an object with a role`, 'messages')
     const content = contentText(m.content)
     if (content === null)
@@ -97,7 +94,7 @@ export function parseChatRequest(body: unknown): SpecResult {
 
 /** POST /v1/completions */
 export function parseCompletionRequest(body: unknown): SpecResult {
-  if (!isObj(body)) return fail('request body must be a JSON object')
+  if (!isRecord(body)) return fail('request body must be a JSON object')
   const common = parseCommon(body, ['max_tokens'])
   if ('ok' in common) return common
   let prompt: unknown = body.prompt
@@ -143,7 +140,7 @@ function contentText(c: unknown): string | null {
   if (!Array.isArray(c)) return null
   let s = ''
   for (const part of c) {
-    if (!isObj(part) || typeof part.type !== 'string') return null
+    if (!isRecord(part) || typeof part.type !== 'string') return null
     if (part.type === 'text') {
       if (typeof part.text !== 'string') return null
       s += part.text

@@ -15,6 +15,7 @@
  *    empty array means no iteration ran since the last scrape: the engine is idle (0, 0).
  * Not given: preemptions.
  */
+import { isRecord } from '../../is-record.js'
 import { defineAdapter, type LoadFields } from './define.js'
 import { meanOf, ratio, sumOf } from './select.js'
 
@@ -27,9 +28,6 @@ const TOKENS_PER_BLOCK = both('kv_cache_tokens_per_block')
 const REUSED = both('kv_cache_reused_blocks_total')
 const MISSED = both('kv_cache_missed_blocks_total')
 
-type Json = Record<string, unknown>
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 const count = (v: unknown): number | undefined =>
   typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined
 
@@ -45,8 +43,8 @@ function readIterationStats(body: string): LoadFields | undefined | null {
   const list = Array.isArray(value) ? value : [value]
   if (list.length === 0) return { waiting: 0, running: 0 }
   const last = list[list.length - 1]
-  if (!isObject(last)) return undefined
-  const kv = isObject(last.kvCacheStats) ? last.kvCacheStats : {}
+  if (!isRecord(last)) return undefined
+  const kv = isRecord(last.kvCacheStats) ? last.kvCacheStats : {}
   const used = count(kv.usedNumBlocks)
   const max = count(kv.maxNumBlocks)
   const perBlock = count(kv.tokensPerBlock)
