@@ -9,7 +9,7 @@
  * GET /stats = { busyMs (sum of the engine's step durations, wall ms), running, waiting,
  * lagP50Ms, lagP99Ms, lagCount (step lag since the last POST /reset) }.
  *
- * `gateway`: createGateway (admission, telemetry, scrapers: the product as shipped) with one
+ * `gateway`: createRuntime (admission, telemetry, scrapers: the product as shipped) with one
  * pool on the simulator, SLOs, queue waits, aging and the estimator's priors multiplied by the
  * time scale (the shipped defaults otherwise).
  *
@@ -20,8 +20,8 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { parseArgs } from 'node:util'
 import { configSchema } from '../src/config/schema.js'
-import { createGateway } from '../src/gateway.js'
 import { createLogger } from '../src/logger.js'
+import { createRuntime } from '../src/runtime.js'
 import { startSim } from '../src/sim/index.js'
 
 export const READY_PREFIX = 'ADMISSION-CHILD '
@@ -44,7 +44,7 @@ export function gatewayConfig(simUrl: string, model: string, scale: number) {
           models: [model, '*'],
           endpoints: [simUrl],
           engine: 'vllm',
-          // a time-scaled engine step can hold its metrics still that much longer (as createGateway does)
+          // a time-scaled engine step can hold its metrics still that much longer (as createRuntime does)
           stale_after_ms: 1000 * scale,
         },
       ],
@@ -112,8 +112,8 @@ async function runSim(profile: string, scale: number, seed: number): Promise<voi
 
 async function runGateway(simUrl: string, model: string, scale: number): Promise<void> {
   const config = gatewayConfig(simUrl, model, scale)
-  const runtime = await createGateway(config, createLogger('warn'))
-  const { app, admin } = runtime.gateway
+  const runtime = await createRuntime(config, createLogger('warn'))
+  const { app, admin } = runtime.apps
   await app.listen({ port: 0, host: '127.0.0.1' })
   await admin.listen({ port: 0, host: '127.0.0.1' })
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`

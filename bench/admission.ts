@@ -31,7 +31,6 @@ import {
   type RunResult,
   runSegments,
   type Segment,
-  type SegmentResult,
   segmentMs,
   waitIdle,
 } from './admission-run.js'

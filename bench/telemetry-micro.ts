@@ -46,7 +46,7 @@ function makeTicket(i: number): Ticket {
   t.model = MODEL
   t.stream = true
   t.promptTokens = 50 + Math.floor(rnd() * 900)
-  t.pool = 'main'
+  t.poolName = 'main'
   t.backend = 'http://127.0.0.1:1'
   t.predictedTtftMs = 40 + rnd() * 60
   t.dispatchedAt = arrived + rnd() * 2

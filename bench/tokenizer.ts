@@ -8,7 +8,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import llama3Tokenizer from 'llama3-tokenizer-js'
-import { TokenEstimator } from '../src/admission/token-estimator.js'
+import { TokenEstimator } from '../src/openai/token-estimator.js'
 
 const ROOT = join(import.meta.dirname, '..')
 const text = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => join('docs', f))]
@@ -38,12 +38,9 @@ for (const chars of [1_000, 4_000, 32_000]) {
   const prompts = Array.from({ length: 20 }, (_, i) => sample(chars, i + 100))
   let k = 0
   const reps = chars >= 32_000 ? 50 : 500
-  const tokUs = timeUs(() => llama3Tokenizer.encode(prompts[k++ % prompts.length] as string), reps)
+  const tokUs = timeUs(() => llama3Tokenizer.encode(prompts[k++ % prompts.length]!), reps)
   k = 0
-  const estUs = timeUs(
-    () => est.estimate('llama3', (prompts[k++ % prompts.length] as string).length, 1),
-    100_000,
-  )
+  const estUs = timeUs(() => est.estimate('llama3', prompts[k++ % prompts.length]!.length, 1), 100_000)
   const errs = prompts.map((p) => {
     const truth = llama3Tokenizer.encode(p, { bos: false, eos: false }).length + 4
     return Math.abs(est.estimate('llama3', p.length, 1) - truth) / truth

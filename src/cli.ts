@@ -4,9 +4,9 @@
  */
 import { parseArgs } from 'node:util'
 import { ConfigError, type ConfigOverrides, loadConfig } from './config/load.js'
-import { createGateway } from './gateway.js'
+import { listen } from './listeners.js'
 import { createLogger } from './logger.js'
-import { listen } from './server.js'
+import { createRuntime } from './runtime.js'
 
 const USAGE = `slo-gateway: an SLO-aware admission-control gateway for OpenAI-compatible model servers
 
@@ -70,10 +70,10 @@ async function serve(argv: string[]): Promise<number> {
   if (adminPort !== undefined) overrides.adminPort = adminPort
   const { config, file } = loadConfig(values.config, overrides, process.env)
   const logger = createLogger(config.log.level)
-  const runtime = await createGateway(config, logger)
+  const runtime = await createRuntime(config, logger)
   let running: Awaited<ReturnType<typeof listen>>
   try {
-    running = await listen(runtime.gateway, { onClose: () => runtime.close() })
+    running = await listen(runtime.apps, { onClose: () => runtime.close() })
   } catch (err) {
     await runtime.close()
     throw err
@@ -89,7 +89,7 @@ async function serve(argv: string[]): Promise<number> {
   )
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {
-      logger.info({ signal, inflight: runtime.gateway.handlers.inFlight }, 'shutting down')
+      logger.info({ signal, inflight: runtime.apps.pipeline.inFlight }, 'shutting down')
       running.shutdown().then(
         (clean) => resolve(clean ? 0 : 1),
         (err: unknown) => {

@@ -8,6 +8,8 @@
  * cause is kept on the error for logs only.
  */
 
+import type { Outcome } from './ticket.js'
+
 export type OpenAIErrorType =
   | 'invalid_request_error'
   | 'authentication_error'
@@ -25,87 +27,108 @@ export interface ErrorDef {
   readonly message: string
   /** Whether a retry of the same request can succeed (false sends `x-should-retry: false`). */
   readonly retryable: boolean
+  /**
+   * What the request's outcome is when it ends with this error: `invalid` (the client's
+   * fault, not counted against availability), `rejected` (refused for capacity or quota:
+   * counted by reason), `failed` (the service's fault: counts against availability).
+   */
+  readonly outcome: ErrorOutcome
   /** The value of `x-gateway-reject-reason` when this error refuses a request for capacity. */
   readonly rejectReason?: string
 }
+
+export type ErrorOutcome = Extract<Outcome, 'invalid' | 'rejected' | 'failed'>
 
 export const ERRORS = {
   GW_ERR_INVALID_JSON: {
     status: 400,
     type: 'invalid_request_error',
     message: 'The request body is not valid JSON.',
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_INVALID_BODY: {
     status: 400,
     type: 'invalid_request_error',
     message: 'The request body must be a JSON object: {reason}.',
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_EMPTY_BODY: {
     status: 400,
     type: 'invalid_request_error',
     message: 'The request body is empty; send a JSON object.',
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     type: 'invalid_request_error',
     message: "Unsupported content type '{contentType}'; send application/json.",
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_BODY_TOO_LARGE: {
     status: 413,
     type: 'invalid_request_error',
     message: 'The request body is larger than the limit of {limit} bytes.',
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_ROUTE_NOT_FOUND: {
     status: 404,
     type: 'not_found_error',
     message: 'No route for {method} {url}.',
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_MODEL_NOT_FOUND: {
     status: 404,
     type: 'not_found_error',
     message: "The model '{model}' does not exist or is not served here.",
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_UNKNOWN_CLASS: {
     status: 400,
     type: 'invalid_request_error',
     message: "Unknown priority class '{class}'; known classes: {known}.",
+    outcome: 'invalid',
     retryable: false,
   },
   GW_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,
     type: 'server_error',
     message: 'The model server could not be reached.',
+    outcome: 'failed',
     retryable: true,
   },
   GW_ERR_UPSTREAM_RESET: {
     status: 502,
     type: 'server_error',
     message: 'The model server closed the connection before answering.',
+    outcome: 'failed',
     retryable: true,
   },
   GW_ERR_UPSTREAM_TIMEOUT: {
     status: 504,
     type: 'timeout_error',
     message: 'The model server did not answer in time.',
+    outcome: 'failed',
     retryable: true,
   },
   GW_ERR_UPSTREAM_STREAM_FAILED: {
     status: 502,
     type: 'server_error',
     message: 'The model server failed while streaming the response; the response is incomplete.',
+    outcome: 'failed',
     retryable: true,
   },
   GW_ERR_DRAINING: {
     status: 503,
     type: 'service_unavailable_error',
     message: 'The gateway is shutting down; retry on another replica.',
+    outcome: 'rejected',
     retryable: true,
     rejectReason: 'draining',
   },
@@ -113,6 +136,7 @@ export const ERRORS = {
     status: 503,
     type: 'service_unavailable_error',
     message: "No healthy model server is available for '{model}' right now.",
+    outcome: 'rejected',
     retryable: true,
     rejectReason: 'no_backend',
   },
@@ -121,6 +145,7 @@ export const ERRORS = {
     type: 'service_unavailable_error',
     message:
       'The {class} time-to-first-token objective cannot be met now (predicted {predicted} ms); retry later.',
+    outcome: 'rejected',
     retryable: true,
     rejectReason: 'ttft_slo',
   },
@@ -128,6 +153,7 @@ export const ERRORS = {
     status: 503,
     type: 'service_unavailable_error',
     message: 'The {class} queue is full; retry later.',
+    outcome: 'rejected',
     retryable: true,
     rejectReason: 'queue_full',
   },
@@ -135,6 +161,7 @@ export const ERRORS = {
     status: 503,
     type: 'service_unavailable_error',
     message: 'The request waited too long in the {class} queue to meet its objective; retry later.',
+    outcome: 'rejected',
     retryable: true,
     rejectReason: 'queue_timeout',
   },
@@ -142,6 +169,7 @@ export const ERRORS = {
     status: 503,
     type: 'service_unavailable_error',
     message: 'The model servers lack KV-cache room for this request now; retry later.',
+    outcome: 'rejected',
     retryable: true,
     rejectReason: 'kv_exhausted',
   },
@@ -149,6 +177,7 @@ export const ERRORS = {
     status: 500,
     type: 'server_error',
     message: 'The gateway failed to handle the request.',
+    outcome: 'failed',
     retryable: true,
   },
 } as const satisfies Record<string, ErrorDef>
@@ -166,8 +195,9 @@ export class GatewayError extends Error {
   readonly type: OpenAIErrorType
   readonly retryable: boolean
   readonly rejectReason: string | undefined
+  readonly outcome: ErrorOutcome
   readonly param: string | null
-  /** Seconds until a retry may succeed, for `retry-after`. */
+  /** Milliseconds until a retry may succeed (sent as `retry-after-ms` and, rounded up to seconds, `retry-after`). */
   retryAfterMs: number | undefined
 
   constructor(
@@ -186,6 +216,7 @@ export class GatewayError extends Error {
     this.type = def.type
     this.retryable = def.retryable
     this.rejectReason = def.rejectReason
+    this.outcome = def.outcome
     this.param = options.param ?? null
     this.retryAfterMs = options.retryAfterMs
   }

@@ -1,6 +1,7 @@
 /**
- * buildGateway(config, deps): the public and admin Fastify instances, wired to the
- * stages. It never listens (server.ts does), so tests drive it with `inject` or on port 0.
+ * buildHttpApps(config, deps): the public and admin Fastify instances, their routes wired
+ * to the request's path (src/stages.ts, run by proxy/pipeline.ts). It never listens
+ * (listeners.ts does), so tests drive it with `inject` or on port 0.
  */
 
 import Fastify, {
@@ -13,14 +14,17 @@ import Fastify, {
 } from 'fastify'
 import type { Registry } from 'prom-client'
 import { registerAdminRoutes } from './admin.js'
-import type { Admission } from './admission/admission.js'
+import { type AdmissionControl, PassThrough } from './admission/index.js'
 import type { Backends } from './backends/types.js'
 import type { Clock } from './clock.js'
 import type { GatewayConfig } from './config/schema.js'
 import { GatewayError } from './errors.js'
-import type { RequestRecorder } from './proxy/account.js'
-import { ProxyHandlers, requestId } from './proxy/handlers.js'
+import type { ExchangeObserver } from './exchange.js'
+import { TokenEstimator } from './openai/token-estimator.js'
+import { Accounting, type RequestRecorder } from './proxy/account.js'
+import { requestId, routeHandlers } from './proxy/handlers.js'
 import { listModels } from './proxy/models.js'
+import { Pipeline } from './proxy/pipeline.js'
 
 export interface GatewayDeps {
   readonly clock: Clock
@@ -29,17 +33,22 @@ export interface GatewayDeps {
   readonly backends: Backends
   readonly recorder: RequestRecorder
   /** Admission control; undefined makes a plain proxy. */
-  readonly admission?: Admission | undefined
+  readonly admission?: AdmissionControl | undefined
+  /** Prompt-token estimates, learned from the usage servers report (a new one by default). */
+  readonly tokens?: TokenEstimator | undefined
+  /** More observers of every exchange, heard before accounting (tests count events here). */
+  readonly observers?: readonly ExchangeObserver[] | undefined
   /** Extra sections for GET /admin/state, each read when asked. */
   readonly state?: Record<string, () => unknown>
 }
 
-export interface Gateway {
+export interface HttpApps {
   /** Public listener: the OpenAI-compatible API. */
   readonly app: FastifyInstance
   /** Admin listener: /metrics, /healthz, /readyz, /admin/state. */
   readonly admin: FastifyInstance
-  readonly handlers: ProxyHandlers
+  /** Runs the request's path; knows what is in flight. */
+  readonly pipeline: Pipeline
   readonly config: GatewayConfig
   /** Ready to serve: not draining and a backend has fresh load data (/readyz). */
   ready(): boolean
@@ -70,7 +79,7 @@ function parseError(err: FastifyError, limit: number): GatewayError | undefined 
   }
 }
 
-export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway {
+export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApps {
   const limit = config.server.body_limit_bytes
   const app = Fastify({
     loggerInstance: deps.logger,
@@ -81,16 +90,20 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
     return503OnClosing: false,
     forceCloseConnections: 'idle',
   })
-  const handlers = new ProxyHandlers({
+  const tokens = deps.tokens ?? new TokenEstimator()
+  const pipeline = new Pipeline({
     backends: deps.backends,
-    admission: deps.admission,
-    recorder: deps.recorder,
+    admission: deps.admission ?? new PassThrough(),
+    tokens,
     clock: deps.clock,
     logger: deps.logger,
+    defaultMaxTokens: config.admission.default_max_tokens,
+    observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
   })
+  const handlers = routeHandlers(pipeline)
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const t = handlers.newTicket(request)
+    const r = pipeline.begin(request, reply, 'json')
     let gwErr = parseError(err, limit)
     if (gwErr?.code === 'GW_ERR_UNSUPPORTED_MEDIA_TYPE') {
       gwErr = new GatewayError('GW_ERR_UNSUPPORTED_MEDIA_TYPE', {
@@ -101,13 +114,11 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
       deps.logger.error({ err, reqId: request.id }, 'unhandled error')
       gwErr = new GatewayError('GW_ERR_INTERNAL', {}, { cause: err })
     }
-    handlers.refuse(t, reply, gwErr)
+    pipeline.refuse(r, gwErr)
   })
   app.setNotFoundHandler((request, reply) => {
-    const t = handlers.newTicket(request)
-    handlers.refuse(
-      t,
-      reply,
+    pipeline.refuse(
+      pipeline.begin(request, reply, 'json'),
       new GatewayError('GW_ERR_ROUTE_NOT_FOUND', {
         method: request.method,
         url: request.url.split('?')[0] ?? '',
@@ -128,7 +139,7 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
     raw.all('/v1/*', handlers.raw)
   })
 
-  const ready = () => !handlers.draining && deps.backends.ready()
+  const ready = () => !pipeline.draining && deps.backends.ready()
   const admin = Fastify({
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -136,10 +147,10 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
   registerAdminRoutes(admin, {
     registry: deps.registry,
     ready,
-    draining: () => handlers.draining,
+    draining: () => pipeline.draining,
     state: () => ({
-      draining: handlers.draining,
-      inflight: handlers.inFlight,
+      draining: pipeline.draining,
+      inflight: pipeline.inFlight,
       backends: deps.backends.state(),
       admission: deps.admission?.state(),
       ...Object.fromEntries(Object.entries(deps.state ?? {}).map(([k, f]) => [k, f()])),
@@ -149,12 +160,12 @@ export function buildGateway(config: GatewayConfig, deps: GatewayDeps): Gateway 
   return {
     app,
     admin,
-    handlers,
+    pipeline,
     config,
     ready,
     drain: () => {
-      handlers.draining = true
+      pipeline.draining = true
     },
-    whenIdle: () => handlers.whenIdle(),
+    whenIdle: () => pipeline.whenIdle(),
   }
 }

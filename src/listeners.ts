@@ -6,10 +6,10 @@
  * pools close and the process exits 0 (1 when the grace period ran out).
  */
 import type { AddressInfo } from 'node:net'
-import type { Gateway } from './app.js'
+import type { HttpApps } from './http-apps.js'
 
 export interface Listening {
-  readonly gateway: Gateway
+  readonly apps: HttpApps
   readonly port: number
   readonly adminPort: number
   /** Drain, wait for in-flight requests up to the grace period, close. True when all finished. */
@@ -21,46 +21,46 @@ export interface ListenOptions {
   readonly onClose?: () => Promise<void>
 }
 
-export async function listen(gateway: Gateway, opts: ListenOptions = {}): Promise<Listening> {
-  const { server } = gateway.config
-  await gateway.app.listen({ host: server.host, port: server.port })
+export async function listen(apps: HttpApps, opts: ListenOptions = {}): Promise<Listening> {
+  const { server } = apps.config
+  await apps.app.listen({ host: server.host, port: server.port })
   try {
-    await gateway.admin.listen({ host: server.admin_host, port: server.admin_port })
+    await apps.admin.listen({ host: server.admin_host, port: server.admin_port })
   } catch (err) {
-    await gateway.app.close()
+    await apps.app.close()
     throw err
   }
   let closing: Promise<boolean> | undefined
   const shutdown = (): Promise<boolean> => {
     closing ??= (async () => {
-      gateway.drain()
+      apps.drain()
       const grace = server.shutdown_grace_ms
       let timer: NodeJS.Timeout | undefined
       const finished = await Promise.race([
-        gateway.whenIdle().then(() => true),
+        apps.whenIdle().then(() => true),
         new Promise<boolean>((resolve) => {
           timer = setTimeout(() => resolve(false), grace)
         }),
       ])
       clearTimeout(timer)
       if (!finished) {
-        gateway.app.log.warn(
-          { inflight: gateway.handlers.inFlight },
+        apps.app.log.warn(
+          { inflight: apps.pipeline.inFlight },
           'grace period over; closing with requests in flight',
         )
-        gateway.app.server.closeAllConnections()
+        apps.app.server.closeAllConnections()
       }
-      await gateway.app.close()
-      await gateway.admin.close()
+      await apps.app.close()
+      await apps.admin.close()
       await opts.onClose?.()
       return finished
     })()
     return closing
   }
   return {
-    gateway,
-    port: (gateway.app.server.address() as AddressInfo).port,
-    adminPort: (gateway.admin.server.address() as AddressInfo).port,
+    apps,
+    port: (apps.app.server.address() as AddressInfo).port,
+    adminPort: (apps.admin.server.address() as AddressInfo).port,
     shutdown,
   }
 }

@@ -1,19 +1,21 @@
 /**
- * Wiring: the real parts behind buildGateway (backends with their scrapers, telemetry,
- * and, when the config asks for it, the built-in simulator as the model servers).
+ * The runtime: the real parts behind the HTTP apps, wired together (backends with their
+ * scrapers, admission, telemetry, and, when the config asks for it, the built-in
+ * simulator as the model servers). cli.ts starts it, listeners.ts serves it.
  */
 import type { Logger } from 'pino'
 import { collectDefaultMetrics, Registry } from 'prom-client'
-import { Admission } from './admission/admission.js'
-import { buildGateway, type Gateway } from './app.js'
+import { createAdmission } from './admission/index.js'
 import { createBackends } from './backends/index.js'
 import { type Clock, systemClock } from './clock.js'
 import { DEFAULTS, type GatewayConfig, poolSchema } from './config/schema.js'
+import { buildHttpApps, type HttpApps } from './http-apps.js'
+import { TokenEstimator } from './openai/token-estimator.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
 
 export interface GatewayRuntime {
-  readonly gateway: Gateway
+  readonly apps: HttpApps
   readonly config: GatewayConfig
   /** Stops scrapers and timers, closes pools and the embedded simulator. */
   close(): Promise<void>
@@ -50,7 +52,7 @@ async function withSimulator(config: GatewayConfig, logger: Logger): Promise<[Ga
   return [{ ...config, backends: { ...config.backends, pools } }, sim]
 }
 
-export async function createGateway(
+export async function createRuntime(
   base: GatewayConfig,
   logger: Logger,
   clock: Clock = systemClock,
@@ -64,27 +66,27 @@ export async function createGateway(
   const telemetry = config.telemetry.enabled
     ? createTelemetry(config, { registry, clock, logger, backends })
     : undefined
-  const admission = config.admission.enabled ? new Admission(config, backends, clock) : undefined
-  if (admission !== undefined) {
-    // Scrapes drive the dispatcher (with completions): no polling loop.
-    backends.onChange(() => admission.pumpAll())
-    telemetry?.setQueueSource(() => admission.queueDepths())
-  }
-  const gateway = buildGateway(config, {
+  const tokens = new TokenEstimator()
+  const admission = createAdmission(config, backends, clock, tokens)
+  // Scrapes drive the dispatcher (with completions): no polling loop.
+  backends.onChange(() => admission.pumpAll())
+  telemetry?.setQueueSource(() => admission.queueDepths())
+  const apps = buildHttpApps(config, {
     clock,
     logger,
     registry,
     backends,
     admission,
+    tokens,
     recorder: telemetry ?? { record() {} },
     state: { slo: () => telemetry?.state() },
   })
   backends.start()
   return {
-    gateway,
+    apps,
     config,
     close: async () => {
-      admission?.close()
+      admission.close()
       telemetry?.close()
       await backends.close()
       await sim?.close()

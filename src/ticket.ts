@@ -1,6 +1,8 @@
 /**
- * One request on its way through the gateway. The stages fill it in, in order:
- * identify -> parse -> limits -> admission -> queue -> dispatch -> forward -> account.
+ * One request on its way through the gateway: a plain record, data only. The stages
+ * (src/stages.ts) fill it in, in order: identify -> parse -> limits -> admission (queue,
+ * dispatch) -> forward; what happens after dispatch is recorded by the request's
+ * Exchange (src/exchange.ts), which also tells the observers; account reads it at the end.
  * No stage reaches back into an earlier one; each only adds what it learned.
  * Times are milliseconds on the gateway's clock (performance.now() by default).
  */
@@ -13,6 +15,9 @@ export type Outcome =
   | 'invalid' // bad input (4xx produced by the gateway)
   | 'failed' // transport failure: unreachable, reset, timeout, broken stream
   | 'cancelled' // the client went away first
+
+/** nginx's status for a request the client closed before the answer (logs and metrics only). */
+export const CLIENT_CLOSED = 499
 
 export interface Usage {
   promptTokens: number
@@ -29,21 +34,37 @@ export class Ticket {
   route = ''
 
   tenant = 'default'
+  /** The class the client asked for (`x-priority`), before admission validates it. */
+  requestedClass: string | undefined = undefined
+  /** `service_tier` from the body, as sent. */
+  serviceTier: string | undefined = undefined
   class = 'interactive'
+  /** A generation request (chat or completions): admission applies. */
+  generation = false
   model: string | undefined = undefined
   /** The model the upstream was asked for (differs after a fallback). */
   servedModel: string | undefined = undefined
   stream = false
   /** Whether the client itself asked for usage in the stream. */
   clientWantsUsage = false
+  /** The prompt's size at the edge (characters, chat messages) and its estimate in tokens. */
+  promptChars = 0
+  promptMessages = 0
   promptTokens = 0
   maxTokens: number | undefined = undefined
+  /** Output tokens the request is expected to take: max_tokens, else the configured default. */
+  expectedOutputTokens = 0
+  /** The gateway asked the upstream for a usage chunk the client did not ask for (removed again). */
+  usageAdded = false
   /** Degrade actions taken, in order. */
   degraded: string[] = []
 
-  pool: string | undefined = undefined
+  /** Name of the backend pool serving the request. */
+  poolName: string | undefined = undefined
   backend: string | undefined = undefined
   predictedTtftMs: number | undefined = undefined
+  /** Time spent in the gateway's admission queue (0 when dispatched at once). */
+  queuedMs: number | undefined = undefined
   dispatchedAt: number | undefined = undefined
   responseStartedAt: number | undefined = undefined
   firstTokenAt: number | undefined = undefined
@@ -59,13 +80,6 @@ export class Ticket {
   usage: Usage | undefined = undefined
   status = 0
   outcome: Outcome = 'pending'
-  /**
-   * Called once when the request's prefill is known done: its first content token (streamed)
-   * or the end of its response (not streamed). Admission counts prefill work at the servers.
-   */
-  onPrefilled: (() => void) | undefined = undefined
-  /** Called with each gap between consecutive content chunks (admission measures live ITL). */
-  onToken: ((gapMs: number, now: number) => void) | undefined = undefined
   /** GW_ERR_* code or reject reason, when there was one. */
   errorCode: string | undefined = undefined
 

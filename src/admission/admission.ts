@@ -1,8 +1,9 @@
 /**
- * Admission: the decision at arrival, in microseconds, for every generation request.
+ * Admission: the decision at arrival, in microseconds, for every generation request, and
+ * the lease it leads to (now, or later from the pool's queue).
  *
  *   1. classify (header, service_tier, tenant default, interactive)
- *   2. estimate prompt tokens; reserve prompt + n x max_tokens of KV
+ *   2. reserve prompt + n x expected output of KV (the prompt's tokens come from parse)
  *   3. predict TTFT in the pool (queue ahead + server TTFT)
  *   4. admit if predicted <= SLO x (1 - margin); else walk the class's degrade ladder,
  *      re-predicting after each step; else refuse with 503 and an honest Retry-After.
@@ -10,23 +11,23 @@
  */
 import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock } from '../clock.js'
-import type { ClassConfig, GatewayConfig } from '../config/schema.js'
+import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import { type JsonBody, promptSize } from '../openai/request-fields.js'
+import type { JsonBody } from '../openai/request-fields.js'
+import type { TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
 import { classify } from './classify.js'
 import { applyStep } from './degrade/registry.js'
 import type { DegradableRequest } from './degrade/types.js'
-import { PoolAdmission, type Waiting } from './pool-admission.js'
-import { TokenEstimator } from './token-estimator.js'
+import type { AdmissionControl, Admitted, QueueDepth } from './face.js'
+import { acquireDirect, noBackend } from './pass-through.js'
+import { PoolAdmission, Waiting } from './pool-admission.js'
 import type { Prediction } from './ttft-estimator.js'
 
 export interface AdmitInput {
   readonly ticket: Ticket
   readonly body: JsonBody
   readonly pool: BackendPool
-  readonly priorityHeader: string | string[] | undefined
-  readonly serviceTier: string | undefined
   readonly tenantDefaultClass?: string | undefined
   readonly tenantWeight?: number | undefined
 }
@@ -35,7 +36,7 @@ export type Decision =
   | { readonly kind: 'reject'; readonly error: GatewayError }
   | {
       readonly kind: 'admit'
-      readonly pool: PoolAdmission
+      readonly poolAdmission: PoolAdmission
       readonly className: string
       readonly deadline: number
       readonly promptTokens: number
@@ -43,18 +44,19 @@ export type Decision =
       readonly prediction: Prediction
     }
 
-export class Admission {
+export class Admission implements AdmissionControl {
   private readonly config: GatewayConfig
   private readonly backends: Backends
   private readonly clock: Clock
   private readonly pools = new Map<BackendPool, PoolAdmission>()
   private readonly classNames: ReadonlySet<string>
-  readonly tokens = new TokenEstimator()
+  private readonly tokens: TokenEstimator | undefined
 
-  constructor(config: GatewayConfig, backends: Backends, clock: Clock) {
+  constructor(config: GatewayConfig, backends: Backends, clock: Clock, tokens?: TokenEstimator) {
     this.config = config
     this.backends = backends
     this.clock = clock
+    this.tokens = tokens
     this.classNames = new Set(Object.keys(config.classes))
     for (const pool of backends.pools()) this.poolAdmission(pool)
   }
@@ -68,25 +70,33 @@ export class Admission {
     return pa
   }
 
+  /**
+   * Admission's face: a lease now, a lease later (the request waits in its pool's queue),
+   * or a refusal. Requests that do not generate (embeddings, other /v1/* routes) get a
+   * lease on the least-loaded endpoint, or no_backend.
+   */
+  admit(ticket: Ticket, body: JsonBody | undefined, pool: BackendPool | undefined): Admitted {
+    if (pool === undefined || body === undefined || !ticket.generation) return acquireDirect(ticket, pool)
+    const d = this.decide({ ticket, body, pool })
+    if (d.kind === 'reject') return d.error
+    const w = new Waiting(ticket, d.className, d.promptTokens, d.kvTokens, d.prediction)
+    return d.poolAdmission.place(w, ticket.tenant, 1, d.deadline)
+  }
+
+  /** The decision alone: classify, predict, degrade, and admit or refuse (no side effect on queues). */
   decide(input: AdmitInput): Decision {
     const { ticket: t, body } = input
-    let className: string
-    try {
-      className = classify(input.priorityHeader, input.serviceTier, input.tenantDefaultClass, this.classNames)
-    } catch (err) {
-      return { kind: 'reject', error: err as GatewayError }
-    }
+    const className = classify(t.requestedClass, t.serviceTier, input.tenantDefaultClass, this.classNames)
+    if (className instanceof GatewayError) return { kind: 'reject', error: className }
     t.class = className
-    const cls = this.config.classes[className] as ClassConfig
-    const size = promptSize(body)
+    const cls = this.config.classes[className]!
     const req: DegradableRequest = {
       body,
       pool: input.pool,
-      expectedOutput: t.maxTokens ?? this.config.admission.default_max_tokens,
+      expectedOutput: t.expectedOutputTokens,
       choices: typeof body.n === 'number' && body.n > 1 ? Math.floor(body.n) : 1,
     }
-    const promptTokens = this.tokens.estimate(t.model ?? '', size.chars, size.messages)
-    t.promptTokens = promptTokens
+    const promptTokens = t.promptTokens
     const slo = cls.slo.ttft_ms
 
     let pa = this.poolAdmission(req.pool)
@@ -96,7 +106,7 @@ export class Admission {
     if (usable === 0) return this.noBackend(t, req.pool)
     const steps = cls.reject_on_ttft ? cls.degrade : []
     for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
-      const step = steps[i] as ClassConfig['degrade'][number]
+      const step = steps[i]!
       if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) continue
       t.degraded.push(step.action)
       pa = this.poolAdmission(req.pool)
@@ -107,11 +117,12 @@ export class Admission {
     }
     t.predictedTtftMs = p.totalMs
     if (req.pool !== input.pool) {
-      t.pool = req.pool.name
+      t.poolName = req.pool.name
       t.servedModel = typeof body.model === 'string' ? body.model : undefined
     }
-    if (req.expectedOutput !== (t.maxTokens ?? this.config.admission.default_max_tokens)) {
+    if (req.expectedOutput !== t.expectedOutputTokens) {
       t.maxTokens = req.expectedOutput
+      t.expectedOutputTokens = req.expectedOutput
     }
     if (cls.reject_on_ttft && p.totalMs > budget && !pa.probeDue(className)) {
       const retryAfterMs = Math.max(p.totalMs - budget, pa.drainMs(className, 0))
@@ -132,7 +143,7 @@ export class Admission {
     if (cls.slo.e2e_ms !== undefined) waitBudget = Math.min(waitBudget, cls.slo.e2e_ms)
     return {
       kind: 'admit',
-      pool: pa,
+      poolAdmission: pa,
       className,
       deadline: now + Math.max(0, waitBudget),
       promptTokens,
@@ -142,31 +153,11 @@ export class Admission {
   }
 
   private noBackend(t: Ticket, pool: BackendPool): Decision {
-    return {
-      kind: 'reject',
-      error: new GatewayError(
-        'GW_ERR_NO_BACKEND',
-        { model: t.model ?? pool.name },
-        { retryAfterMs: pool.retryAfterMs() },
-      ),
-    }
-  }
-
-  /** Learns prompt-token ratios from what the backend counted. */
-  learnTokens(t: Ticket, body: JsonBody): void {
-    if (t.usage === undefined || t.model === undefined) return
-    const size = promptSize(body)
-    this.tokens.observe(t.model, size.chars, size.messages, t.usage.promptTokens)
+    return { kind: 'reject', error: noBackend(t, pool) }
   }
 
   /** Queue depth per pool and class (telemetry reads it at scrape time). */
-  *queueDepths(): Iterable<{
-    class: string
-    pool: string
-    queued: number
-    inflight: number
-    ttftMargin?: number
-  }> {
+  *queueDepths(): Iterable<QueueDepth> {
     for (const pa of this.pools.values()) {
       for (const d of pa.depths()) {
         const ttftMargin = pa.ttftMargin(d.class)
@@ -190,7 +181,7 @@ export class Admission {
     return {
       classes: this.config.classes,
       margin: this.config.admission.margin,
-      charsPerToken: this.tokens.state(),
+      charsPerToken: this.tokens?.state() ?? {},
       pools: [...this.pools.values()].map((pa) => pa.state()),
     }
   }
@@ -199,5 +190,3 @@ export class Admission {
     for (const pa of this.pools.values()) pa.close()
   }
 }
-
-export type { Waiting }

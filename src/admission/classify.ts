@@ -1,7 +1,8 @@
 /**
  * Classify: which priority class a request belongs to.
  * Header `x-priority`, else body `service_tier` (`flex` means batch, as in the OpenAI
- * API), else the tenant's default, else `interactive`. An unknown class is a 400.
+ * API), else the tenant's default, else `interactive`. An unknown class is a 400: the
+ * result is then the error to answer with.
  */
 import { GatewayError } from '../errors.js'
 
@@ -19,7 +20,7 @@ export function classify(
   serviceTier: string | undefined,
   tenantDefault: string | undefined,
   known: ReadonlySet<string>,
-): string {
+): string | GatewayError {
   const fromHeader = typeof header === 'string' ? header.trim().toLowerCase() : undefined
   const name =
     (fromHeader !== undefined && fromHeader !== '' ? fromHeader : undefined) ??
@@ -27,7 +28,7 @@ export function classify(
     tenantDefault ??
     DEFAULT_CLASS
   if (!known.has(name)) {
-    throw new GatewayError(
+    return new GatewayError(
       'GW_ERR_UNKNOWN_CLASS',
       { class: name.slice(0, 40), known: [...known].join(', ') },
       { param: 'x-priority' },

@@ -5,7 +5,6 @@
 import type { EndpointView } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
-import type { Ticket } from '../ticket.js'
 import { DecodeGuard } from './decode-guard.js'
 import { fitsBudget, PrefillLedger } from './prefill-ledger.js'
 import type { ServerView } from './ttft-estimator.js'
@@ -160,12 +159,16 @@ export class EndpointGates {
 
   /**
    * A request of `promptTokens` was sent to `endpoint`, its first token expected in
-   * `expectedMs`: counts its prompt until its first token, and its stream's token gaps
-   * into the endpoint's ITL. Returns the call that uncounts the prompt (once).
+   * `expectedMs`: counts its prompt until its first token. Returns the call that uncounts
+   * the prompt (once).
    */
-  dispatched(endpoint: string, promptTokens: number, expectedMs: number, ticket: Ticket): () => void {
-    ticket.onToken = (gapMs, now) => this.guard.observe(endpoint, gapMs, now)
+  dispatched(endpoint: string, promptTokens: number, expectedMs: number): () => void {
     return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs)
+  }
+
+  /** A gap between two tokens of a stream from `endpoint`: into its live ITL. */
+  observeGap(endpoint: string, gapMs: number, now: number): void {
+    this.guard.observe(endpoint, gapMs, now)
   }
 
   state(): { prefillingTokens: Record<string, number>; itlMs: Record<string, number | null> } {

@@ -6,31 +6,94 @@
  * class. It runs when something can have changed: a request arrives, a request ends
  * (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
  */
-import type { BackendPool, EndpointResult, Lease } from '../backends/types.js'
+import type { BackendPool, Endpoint, EndpointResult, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
+import type { Admitted, Queued } from './face.js'
 import { EndpointGates } from './gate.js'
 import { TtftMargin } from './margin.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 
-/** A request admitted to a pool, until it is dispatched, shed or cancelled. */
-export interface Waiting {
+/** A request admitted to a pool, from its decision until it ends. */
+export class Waiting implements Queued {
+  /** Unique per request (a client's x-request-id need not be). */
   readonly id: string
-  readonly ticket: Ticket
-  readonly className: string
-  readonly promptTokens: number
-  /** KV tokens to reserve: prompt + choices x expected output. */
-  readonly kvTokens: number
-  readonly bytes: number
-  /** The prediction made on arrival (the estimator learns from its outcome). */
-  readonly prediction: Prediction
+  readonly lease: Promise<Lease | GatewayError>
   /** The estimator's server-side features at dispatch (set by the dispatcher). */
-  serverFeatures?: readonly number[]
-  dispatch(lease: Lease, queuedMs: number): void
-  shed(err: GatewayError): void
+  serverFeatures: readonly number[] | undefined = undefined
+  /** Set when placed in a queue. */
+  owner: PoolAdmission | undefined = undefined
+  private settle: (r: Lease | GatewayError) => void = () => {}
+
+  constructor(
+    readonly ticket: Ticket,
+    readonly className: string,
+    readonly promptTokens: number,
+    /** KV tokens to reserve: prompt + choices x expected output. */
+    readonly kvTokens: number,
+    /** The prediction made on arrival (the estimator learns from its outcome). */
+    readonly prediction: Prediction,
+  ) {
+    this.id = String(++waitingSeq)
+    this.lease = new Promise((resolve) => {
+      this.settle = resolve
+    })
+  }
+
+  cancel(): boolean {
+    return this.owner?.cancel(this) ?? false
+  }
+
+  /** Dispatched from the queue, or shed from it. */
+  resolve(r: Lease | GatewayError): void {
+    this.settle(r)
+  }
+}
+
+let waitingSeq = 0
+
+/**
+ * The lease of an admitted request: the endpoint's lease, plus admission's observer of
+ * the exchange. The prompt counts in the endpoint's prefill budget until it is prefilled;
+ * each token gap feeds the endpoint's decode guard; at the end the endpoint's lease is
+ * released first, then the estimator learns and the dispatcher runs.
+ */
+class AdmittedLease implements Lease {
+  private released = false
+  constructor(
+    private readonly inner: Lease,
+    private readonly w: Waiting,
+    private readonly owner: PoolAdmission,
+    private readonly uncount: () => void,
+  ) {}
+
+  get endpoint(): Endpoint {
+    return this.inner.endpoint
+  }
+
+  prefilled(): void {
+    this.uncount()
+    this.owner.schedulePump()
+  }
+
+  tokenGap(_t: Ticket, gapMs: number, now: number): void {
+    this.owner.observeGap(this.inner.endpoint.name, gapMs, now)
+  }
+
+  ended(_t: Ticket, result: EndpointResult | undefined): void {
+    this.release(result ?? 'client_abort')
+  }
+
+  release(result: EndpointResult): void {
+    this.inner.release(result)
+    this.uncount()
+    if (this.released) return
+    this.released = true
+    this.owner.finished(this.w)
+  }
 }
 
 const PROMPT_ALPHA = 0.05
@@ -141,31 +204,35 @@ export class PoolAdmission {
   }
 
   /**
-   * Places an admitted request: dispatched at once when nothing of its class or above
-   * waits and an endpoint has headroom, else queued until `deadline`.
+   * Places an admitted request: dispatched at once (its lease) when nothing of its class or
+   * above waits and an endpoint has headroom, else queued until `deadline` (the request
+   * itself, whose lease comes later), or refused when its class's queue is full.
    */
-  place(w: Waiting, tenant: string, weight: number, deadline: number): 'ok' | 'queue_full' {
+  place(w: Waiting, tenant: string, weight: number, deadline: number): Admitted {
     this.lastAdmitted.set(w.className, this.clock.now())
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const lease = this.pool.acquire(w.kvTokens, this.gates.open(w.className, w.kvTokens, w.promptTokens))
-      if (lease !== undefined) {
-        this.start(w, lease, 0)
-        return 'ok'
-      }
+      if (lease !== undefined) return this.start(w, lease, 0)
     }
     const r = this.queues.enqueue(w, {
       class: w.className,
       tenant,
       cost: w.promptTokens,
-      bytes: w.bytes,
+      bytes: w.ticket.bodyBytes,
       weight,
       deadline,
     })
-    if (r === 'ok') {
-      this.estimator.onBacklog(true)
-      this.armTimer()
+    if (r === 'queue_full') {
+      return new GatewayError(
+        'GW_ERR_QUEUE_FULL',
+        { class: w.className },
+        { retryAfterMs: this.drainMs(w.className, 0) },
+      )
     }
-    return r
+    w.owner = this
+    this.estimator.onBacklog(true)
+    this.armTimer()
+    return w
   }
 
   /** The client went away while queued. True when it was still queued. */
@@ -175,9 +242,14 @@ export class PoolAdmission {
     return removed
   }
 
-  private start(w: Waiting, lease: Lease, queuedMs: number): void {
-    const release = lease.release.bind(lease)
+  /** A gap between two tokens of a stream from `endpoint` (the decode guard's input). */
+  observeGap(endpoint: string, gapMs: number, now: number): void {
+    this.gates.observeGap(endpoint, gapMs, now)
+  }
+
+  private start(w: Waiting, lease: Lease, queuedMs: number): AdmittedLease {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
+    w.ticket.queuedMs = queuedMs
     const endpoint = lease.endpoint.name
     // A batch request's wait is for backfill, which the model does not (and need not)
     // predict: learning from it would inflate every prediction.
@@ -187,30 +259,21 @@ export class PoolAdmission {
     w.serverFeatures = this.estimator.features(pending, w.promptTokens, this.gates.itl(endpoint))
     this.estimator.onDispatch(w.promptTokens, pending, learn && w.prediction.queueFeatures !== undefined)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
-    const prefilled = this.gates.dispatched(endpoint, w.promptTokens, expectedMs, w.ticket)
-    w.ticket.onPrefilled = () => {
-      w.ticket.onPrefilled = undefined
-      prefilled()
-      this.schedulePump()
-    }
-    let released = false
-    const wrapped: Lease = {
-      endpoint: lease.endpoint,
-      release: (result: EndpointResult) => {
-        release(result)
-        w.ticket.onPrefilled?.()
-        if (released) return
-        released = true
-        this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
-        this.finished(w)
-        this.schedulePump()
-      },
-    }
-    w.dispatch(wrapped, queuedMs)
+    const uncount = this.gates.dispatched(endpoint, w.promptTokens, expectedMs)
+    return new AdmittedLease(lease, w, this, uncount)
   }
 
-  /** Learns from a request that ended: prompt size, and its server TTFT when it streamed. */
-  private finished(w: Waiting): void {
+  /**
+   * A dispatched request ended: it leaves the in-flight count; the estimator learns its
+   * prompt size and, when it streamed, its server TTFT; the dispatcher runs.
+   */
+  finished(w: Waiting): void {
+    this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
+    this.learn(w)
+    this.schedulePump()
+  }
+
+  private learn(w: Waiting): void {
     const t = w.ticket
     const prompt = t.usage?.promptTokens ?? w.promptTokens
     this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
@@ -255,7 +318,7 @@ export class PoolAdmission {
           if (lease === undefined) break
           const out = this.queues.dequeueFrom(name)
           this.afterDequeue()
-          this.start(head, lease, out?.waitedMs ?? 0)
+          head.resolve(this.start(head, lease, out?.waitedMs ?? 0))
           progressed = true
           break
         }
@@ -293,7 +356,7 @@ export class PoolAdmission {
     const expired = this.queues.expired(this.clock.now())
     if (expired.length > 0) this.afterDequeue()
     for (const w of expired) {
-      w.shed(
+      w.resolve(
         new GatewayError(
           'GW_ERR_QUEUE_TIMEOUT',
           { class: w.className },
@@ -332,7 +395,7 @@ export class PoolAdmission {
     this.closed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
     for (const w of this.queues.expired(Number.POSITIVE_INFINITY)) {
-      w.shed(new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }))
+      w.resolve(new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }))
     }
   }
 }

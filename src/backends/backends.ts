@@ -30,7 +30,7 @@ export interface BackendsDeps {
 /** Backends plus what the gateway's own modules may reach beyond the interface. */
 export interface BackendsHandle extends Backends {
   pools(): readonly EndpointPool[]
-  /** Replaces the scorer of every pool's picker (admission's estimator plugs in here). */
+  /** Replaces the scorer of every pool's picker (a routing plugin, or a test, plugs in here). */
   setScorer(scorer: EndpointScorer): void
   /**
    * Calls `listener` after every scrape that lands (load or freshness changed) and whenever

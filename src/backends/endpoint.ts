@@ -53,6 +53,9 @@ class EndpointLease implements Lease {
     this.released = true
     this.endpoint.finish(this, result)
   }
+  ended(_ticket: unknown, result: EndpointResult | undefined): void {
+    this.release(result ?? 'client_abort')
+  }
 }
 
 export class PoolEndpoint implements Endpoint {

@@ -4,6 +4,9 @@
  */
 import type { Dispatcher } from 'undici'
 import type { EngineName, PoolConfig } from '../config/schema.js'
+import type { EndpointResult, ExchangeObserver } from '../exchange.js'
+
+export type { EndpointResult }
 
 /** What one model server reports about its load, normalised across engines. */
 export interface BackendLoad {
@@ -40,9 +43,6 @@ export interface MetricAdapter {
   readonly unsupported: readonly LoadField[]
   parse(text: string): BackendLoad | undefined
 }
-
-/** How a forwarded request ended, as the breaker sees it. */
-export type EndpointResult = 'ok' | 'connect_error' | 'server_error' | 'timeout' | 'client_abort'
 
 /** Tokens and requests sent to an endpoint and not yet finished. */
 export interface LedgerEntry {
@@ -103,11 +103,16 @@ export interface EndpointScorer {
   score(endpoint: EndpointView, tokens: number): number
 }
 
-/** A ticket's hold on an endpoint: released exactly once, however the request ends. */
-export interface Lease {
+/**
+ * A request's hold on an endpoint: released exactly once, however the request ends. It is
+ * the backends' observer of the exchange: `ended` releases it (a request that ends without
+ * an endpoint result, e.g. the client left before it was sent, counts as `client_abort`).
+ */
+export interface Lease extends ExchangeObserver {
   readonly endpoint: Endpoint
   /** Report how the request ended; releases the ledger entry. Later calls are no-ops. */
   release(result: EndpointResult): void
+  ended(ticket: unknown, result: EndpointResult | undefined): void
 }
 
 export interface BackendPool {

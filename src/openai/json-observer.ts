@@ -2,6 +2,7 @@
  * Observes a non-streamed JSON response on its way to the client: it keeps a copy (up to a
  * cap) while the bytes are relayed, and reads `usage` and the finish reason at the end.
  */
+import { isRecord } from '../is-record.js'
 import type { Ticket } from '../ticket.js'
 
 /** Responses larger than this are relayed without being read (e.g. big embedding batches). */
@@ -27,20 +28,15 @@ export class JsonObserver {
       return
     }
     this.parts = []
-    if (typeof body !== 'object' || body === null) return
-    const { usage, choices } = body as { usage?: unknown; choices?: unknown }
-    if (typeof usage === 'object' && usage !== null) {
-      const u = usage as Record<string, unknown>
-      if (typeof u.prompt_tokens === 'number') {
-        ticket.usage = {
-          promptTokens: u.prompt_tokens,
-          completionTokens: typeof u.completion_tokens === 'number' ? u.completion_tokens : 0,
-        }
+    if (!isRecord(body)) return
+    const { usage, choices } = body
+    if (isRecord(usage) && typeof usage.prompt_tokens === 'number') {
+      ticket.usage = {
+        promptTokens: usage.prompt_tokens,
+        completionTokens: typeof usage.completion_tokens === 'number' ? usage.completion_tokens : 0,
       }
     }
-    if (Array.isArray(choices) && typeof choices[0] === 'object' && choices[0] !== null) {
-      const fr = (choices[0] as Record<string, unknown>).finish_reason
-      if (typeof fr === 'string') ticket.finishReason = fr
-    }
+    const first: unknown = Array.isArray(choices) ? choices[0] : undefined
+    if (isRecord(first) && typeof first.finish_reason === 'string') ticket.finishReason = first.finish_reason
   }
 }

@@ -4,6 +4,8 @@
  * swap the model, ask for usage) before it is serialised for the upstream.
  */
 
+import { isRecord } from '../is-record.js'
+
 export type JsonBody = Record<string, unknown>
 
 export interface RequestFields {
@@ -23,8 +25,7 @@ function positiveInt(v: unknown): number | undefined {
 
 export function readFields(body: JsonBody): RequestFields {
   const so = body.stream_options
-  const clientWantsUsage =
-    typeof so === 'object' && so !== null && (so as Record<string, unknown>).include_usage === true
+  const clientWantsUsage = isRecord(so) && so.include_usage === true
   return {
     model: typeof body.model === 'string' ? body.model : undefined,
     stream: body.stream === true,
@@ -40,8 +41,8 @@ export function readFields(body: JsonBody): RequestFields {
  */
 export function requestStreamUsage(body: JsonBody): void {
   const so = body.stream_options
-  if (typeof so === 'object' && so !== null && !Array.isArray(so)) {
-    ;(so as Record<string, unknown>).include_usage = true
+  if (isRecord(so)) {
+    so.include_usage = true
   } else {
     body.stream_options = { include_usage: true }
   }
@@ -63,8 +64,7 @@ export function promptSize(body: JsonBody): PromptSize {
   if (Array.isArray(messages)) {
     let n = 0
     for (const m of messages) {
-      if (typeof m !== 'object' || m === null) continue
-      n += contentChars((m as Record<string, unknown>).content)
+      if (isRecord(m)) n += contentChars(m.content)
     }
     return { chars: n, messages: messages.length }
   }
@@ -94,10 +94,7 @@ function contentChars(content: unknown): number {
   if (!Array.isArray(content)) return 0
   let n = 0
   for (const part of content) {
-    if (typeof part === 'object' && part !== null) {
-      const text = (part as Record<string, unknown>).text
-      if (typeof text === 'string') n += text.length
-    }
+    if (isRecord(part) && typeof part.text === 'string') n += part.text.length
   }
   return n
 }

@@ -4,12 +4,12 @@
  * Bytes are forwarded as they came (no JSON re-encoding): each upstream chunk is passed
  * on up to its last complete event; only a trailing partial event is held until its end
  * arrives. Each complete event is read (JSON.parse of its data) to record the first
- * content token, the content chunk count, the gaps between chunks, the finish reason and
- * the usage. When the gateway added `stream_options.include_usage` itself, the usage-only
+ * content token and each chunk after it (told to the request's Exchange, which times them
+ * and tells its observers), the finish reason and the usage. When the gateway added `stream_options.include_usage` itself, the usage-only
  * chunk (`"choices": []`) is dropped again so the client sees exactly what it asked for.
  */
-import type { Clock } from '../clock.js'
-import type { Ticket } from '../ticket.js'
+import type { Exchange } from '../exchange.js'
+import { isRecord } from '../is-record.js'
 
 const LF = 0x0a
 const CR = 0x0d
@@ -17,10 +17,6 @@ const DATA = Buffer.from('data:')
 const EMPTY = Buffer.alloc(0)
 
 type Json = Record<string, unknown>
-
-function isRecord(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null
-}
 
 /** Index just past the blank line that ends the last complete event in buf, or 0. */
 function lastEventEnd(buf: Buffer): number {
@@ -36,13 +32,11 @@ function lastEventEnd(buf: Buffer): number {
 
 export class SseRelay {
   private pending: Buffer = EMPTY
-  private readonly ticket: Ticket
-  private readonly clock: Clock
+  private readonly exchange: Exchange
   private readonly stripUsage: boolean
 
-  constructor(ticket: Ticket, clock: Clock, stripUsage: boolean) {
-    this.ticket = ticket
-    this.clock = clock
+  constructor(exchange: Exchange, stripUsage: boolean) {
+    this.exchange = exchange
     this.stripUsage = stripUsage
   }
 
@@ -110,7 +104,7 @@ export class SseRelay {
       return false // not JSON: relayed, not counted
     }
     if (!isRecord(event)) return false
-    const t = this.ticket
+    const t = this.exchange.ticket
     const usage = event.usage
     if (isRecord(usage) && typeof usage.prompt_tokens === 'number') {
       t.usage = {
@@ -124,19 +118,7 @@ export class SseRelay {
     const choice: unknown = choices[0]
     if (!isRecord(choice)) return false
     if (typeof choice.finish_reason === 'string') t.finishReason = choice.finish_reason
-    if (hasContent(choice)) {
-      const now = this.clock.now()
-      if (t.firstTokenAt === undefined) {
-        t.firstTokenAt = now
-        t.onPrefilled?.()
-      } else if (t.lastTokenAt !== undefined) {
-        const gap = now - t.lastTokenAt
-        t.itlMs.push(gap)
-        t.onToken?.(gap, now)
-      }
-      t.lastTokenAt = now
-      t.contentChunks++
-    }
+    if (hasContent(choice)) this.exchange.contentToken()
     return false
   }
 }

@@ -1,8 +1,9 @@
 /**
- * The last stage of every request, however it ended: one telemetry record and one log
- * line. The proxy calls it exactly once per ticket.
+ * Accounting, the last step of every request however it ended: one telemetry record and
+ * one log line. It is an observer of every exchange, so it runs exactly once per ticket.
  */
 import type { FastifyBaseLogger as Logger } from 'fastify'
+import type { ExchangeObserver } from '../exchange.js'
 import type { Ticket } from '../ticket.js'
 
 /** What the accounting stage needs from telemetry. */
@@ -23,7 +24,7 @@ export function logTicket(logger: Logger, t: Ticket): void {
       tenant: t.tenant,
       class: t.class,
       model: t.model,
-      pool: t.pool,
+      pool: t.poolName,
       backend: t.backend,
       stream: t.stream,
       status: t.status,
@@ -39,4 +40,22 @@ export function logTicket(logger: Logger, t: Ticket): void {
     },
     'request',
   )
+}
+
+export class Accounting implements ExchangeObserver {
+  constructor(
+    private readonly recorder: RequestRecorder,
+    private readonly logger: Logger,
+  ) {}
+
+  ended(t: Ticket): void {
+    try {
+      this.recorder.record(t)
+      const seconds = ((t.finishedAt ?? t.arrivedAt) - t.arrivedAt) / 1000
+      this.recorder.observeHttp?.(t.route, t.method, t.status, seconds)
+    } catch (err) {
+      this.logger.error({ err, reqId: t.id }, 'telemetry record failed')
+    }
+    logTicket(this.logger, t)
+  }
 }

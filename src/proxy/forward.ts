@@ -1,10 +1,10 @@
 /**
- * Forwarding: one request to one upstream endpoint, streamed both ways.
+ * Stage forward: one request to the endpoint admission leased it, streamed both ways.
  *
  * Written on undici's dispatch handler API rather than @fastify/reply-from: the gateway
  * must see every response chunk (stream observer, usage-chunk removal), end a broken
- * stream with an SSE error event, release its backend lease on exactly one path however
- * the request ends, and pick the endpoint per request from pools that change at run
+ * stream with an SSE error event, end the request's Exchange (which releases the lease) on
+ * exactly one path however the request ends, and pick the endpoint per request from pools that change at run
  * time. reply-from hides the first two behind its own stream handling and maps failures
  * to its own statuses; the handler API gives them directly, with backpressure, and costs
  * one object per request.
@@ -13,15 +13,16 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Dispatcher } from 'undici'
 import type { EndpointResult, Lease } from '../backends/types.js'
-import type { Clock } from '../clock.js'
 import { type ErrorCode, errorHeaders, GatewayError } from '../errors.js'
+import type { Exchange } from '../exchange.js'
+import type { GatewayRequest, Stage } from '../gateway-request.js'
 import { JsonObserver } from '../openai/json-observer.js'
 import { SseRelay, streamErrorEvent } from '../openai/sse-relay.js'
-import type { Ticket } from '../ticket.js'
-import { clientResponseHeaders } from './headers.js'
+import { CLIENT_CLOSED, type Ticket } from '../ticket.js'
+import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js'
 
 export interface ForwardRequest {
-  readonly ticket: Ticket
+  readonly exchange: Exchange
   readonly lease: Lease
   readonly method: string
   /** Path and query for the upstream. */
@@ -34,9 +35,6 @@ export interface ForwardRequest {
   readonly extraHeaders: OutgoingHttpHeaders
   /** Remove the usage-only chunk (the gateway asked for it, not the client). */
   readonly stripUsage: boolean
-  readonly clock: Clock
-  /** Called once when the exchange has ended, whatever the outcome. */
-  readonly onDone: (ticket: Ticket) => void
 }
 
 const CONNECT_FAILURES = new Set([
@@ -49,21 +47,18 @@ const CONNECT_FAILURES = new Set([
 ])
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
 
-/** nginx's status for a request the client closed before the answer (logs and metrics only). */
-export const CLIENT_CLOSED = 499
-
 class ClientGoneError extends Error {
   override readonly name = 'ClientGoneError'
 }
 
-function classify(err: Error): { code: ErrorCode; result: EndpointResult } {
+function failureOf(err: Error): { code: ErrorCode; result: EndpointResult } {
   const code = (err as NodeJS.ErrnoException).code ?? ''
   if (CONNECT_FAILURES.has(code)) return { code: 'GW_ERR_UPSTREAM_UNREACHABLE', result: 'connect_error' }
   if (TIMEOUTS.has(code)) return { code: 'GW_ERR_UPSTREAM_TIMEOUT', result: 'timeout' }
   return { code: 'GW_ERR_UPSTREAM_RESET', result: 'server_error' }
 }
 
-class Exchange implements Dispatcher.DispatchHandler {
+class UpstreamHandler implements Dispatcher.DispatchHandler {
   private readonly r: ForwardRequest
   private controller: Dispatcher.DispatchController | undefined
   private sse: SseRelay | undefined
@@ -80,6 +75,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   constructor(r: ForwardRequest) {
     this.r = r
+    // the client may have left while the request was queued, before this listener
+    this.clientGone = r.res.destroyed
     r.res.on('close', this.onClientClose)
   }
 
@@ -93,13 +90,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
-    const { ticket, res, clock } = this.r
-    ticket.responseStartedAt = clock.now()
-    ticket.status = statusCode
+    const { exchange, res } = this.r
+    exchange.responseStarted(statusCode)
     const out = clientResponseHeaders(headers)
     const type = headers['content-type']
     if (statusCode < 300 && typeof type === 'string' && type.startsWith('text/event-stream')) {
-      this.sse = new SseRelay(ticket, clock, this.r.stripUsage)
+      this.sse = new SseRelay(exchange, this.r.stripUsage)
       if (this.r.stripUsage) delete out['content-length']
     } else if (statusCode < 300) {
       this.json = new JsonObserver()
@@ -129,7 +125,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    const { ticket, res } = this.r
+    const { res } = this.r
+    const ticket = this.r.exchange.ticket
     if (this.sse !== undefined) {
       const rest = this.sse.flush()
       if (rest.length > 0 && !this.clientGone) res.write(rest)
@@ -146,7 +143,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   /** Ends the exchange after a transport failure or an abort. */
   fail(err: Error): void {
-    const { ticket, res } = this.r
+    const { res } = this.r
+    const ticket = this.r.exchange.ticket
     if (this.clientGone || err instanceof ClientGoneError) {
       ticket.outcome = 'cancelled'
       if (!this.headersSent) ticket.status = CLIENT_CLOSED
@@ -154,7 +152,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.finish('client_abort')
       return
     }
-    const { code, result } = classify(err)
+    const { code, result } = failureOf(err)
     ticket.outcome = 'failed'
     if (!this.headersSent) {
       const gwErr = new GatewayError(code, {}, { cause: err })
@@ -180,22 +178,18 @@ class Exchange implements Dispatcher.DispatchHandler {
   private finish(result: EndpointResult): void {
     if (this.done) return
     this.done = true
-    const { ticket, res, clock } = this.r
-    ticket.finishedAt = clock.now()
-    ticket.onPrefilled?.()
+    const { res } = this.r
     res.off('close', this.onClientClose)
     res.off('drain', this.onDrain)
-    this.r.lease.release(result)
-    this.r.onDone(ticket)
+    this.r.exchange.end(result)
   }
 }
 
 /** Sends the request upstream and relays the answer to `req.res`. Never throws. */
 export function forward(req: ForwardRequest): void {
-  const { ticket, lease, clock } = req
-  ticket.dispatchedAt = clock.now()
-  ticket.backend = lease.endpoint.name
-  const handler = new Exchange(req)
+  const { exchange, lease } = req
+  exchange.dispatched(lease.endpoint.name)
+  const handler = new UpstreamHandler(req)
   try {
     lease.endpoint.dispatcher.dispatch(
       { path: req.path, method: req.method, headers: req.headers, body: req.body },
@@ -203,5 +197,51 @@ export function forward(req: ForwardRequest): void {
     )
   } catch (err) {
     handler.fail(err as Error)
+  }
+}
+
+/** The x-gateway-* headers of an admitted request, from what admission recorded. */
+function gatewayHeaders(t: Ticket, backend: string): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { 'x-request-id': t.id }
+  if (t.predictedTtftMs !== undefined) {
+    out['x-gateway-class'] = t.class
+    out['x-gateway-predicted-ttft-ms'] = String(Math.round(t.predictedTtftMs))
+    out['x-gateway-queue-ms'] = String(Math.round(t.queuedMs ?? 0))
+    if (t.degraded.length > 0) out['x-gateway-degraded'] = t.degraded.join(',')
+    if (t.servedModel !== undefined) out['x-gateway-model'] = t.servedModel
+  }
+  out['x-gateway-backend'] = backend
+  return out
+}
+
+/** The forward stage: the request as the endpoint gets it, sent with its lease. */
+export function forwardStage(): Stage {
+  return (r: GatewayRequest) => {
+    const lease = r.lease as Lease
+    const t = r.ticket
+    const headers = upstreamRequestHeaders(r.headers)
+    headers['x-request-id'] = t.id
+    let body: string | Readable | null
+    if (r.body !== undefined) {
+      body = JSON.stringify(r.body)
+      headers['content-type'] = 'application/json'
+      headers['content-length'] = String(Buffer.byteLength(body))
+    } else {
+      body = (r.received as Readable | undefined) ?? null
+      const length = r.headers['content-length']
+      if (length !== undefined) headers['content-length'] = length
+    }
+    forward({
+      exchange: r.exchange,
+      lease,
+      method: r.method,
+      path: r.url,
+      headers,
+      body,
+      res: r.res,
+      extraHeaders: gatewayHeaders(t, lease.endpoint.name),
+      stripUsage: t.usageAdded,
+    })
+    return undefined
   }
 }

@@ -49,8 +49,8 @@ function thresholds(
 ) {
   const out: number[] = []
   for (const cls of Object.values(config.classes)) {
-    const ms = pick(cls)
-    if (ms !== undefined) out.push(ms / 1000)
+    const thresholdMs = pick(cls)
+    if (thresholdMs !== undefined) out.push(thresholdMs / 1000)
   }
   return out
 }

@@ -144,11 +144,11 @@ export class Recorder {
     const tenant = this.tenants.observe(t.tenant, now)
     const meas = measure(t)
     const verdict = verdictWith(t, this.config.classes[t.class], meas)
-    const ts = this.tenantSeriesOf(cls, model, tenant)
-    let requests = ts.byOutcome.get(t.outcome)
+    const perTenant = this.tenantSeriesOf(cls, model, tenant)
+    let requests = perTenant.byOutcome.get(t.outcome)
     if (requests === undefined) {
       requests = this.requests.get4(cls, model, tenant, t.outcome)
-      ts.byOutcome.set(t.outcome, requests)
+      perTenant.byOutcome.set(t.outcome, requests)
     }
     requests.inc()
 
@@ -159,21 +159,23 @@ export class Recorder {
     const prompt = accepted ? Math.max(0, meas.promptTokens) : 0
     const completion = Math.max(0, meas.outputTokens)
     if (prompt > 0) {
-      if (ts.prompt === undefined) ts.prompt = this.tokens.get4(cls, model, tenant, 'prompt')
-      ts.prompt.inc(prompt)
+      if (perTenant.prompt === undefined) perTenant.prompt = this.tokens.get4(cls, model, tenant, 'prompt')
+      perTenant.prompt.inc(prompt)
     }
     if (completion > 0) {
-      if (ts.completion === undefined) ts.completion = this.tokens.get4(cls, model, tenant, 'completion')
-      ts.completion.inc(completion)
+      if (perTenant.completion === undefined)
+        perTenant.completion = this.tokens.get4(cls, model, tenant, 'completion')
+      perTenant.completion.inc(completion)
     }
 
     let serverError = false
     switch (verdict.kind) {
       case 'good':
-        if (ts.good === undefined) ts.good = this.good.get3(cls, model, tenant)
-        if (ts.goodTokens === undefined) ts.goodTokens = this.goodTokens.get3(cls, model, tenant)
-        ts.good.inc()
-        ts.goodTokens.inc(completion)
+        if (perTenant.good === undefined) perTenant.good = this.good.get3(cls, model, tenant)
+        if (perTenant.goodTokens === undefined)
+          perTenant.goodTokens = this.goodTokens.get3(cls, model, tenant)
+        perTenant.good.inc()
+        perTenant.goodTokens.inc(completion)
         break
       case 'missed':
         for (const slo of verdict.missed) this.missed.get3(cls, model, slo).inc()
@@ -198,11 +200,11 @@ export class Recorder {
       for (const a of t.degraded) this.degraded.get3(cls, model, this.actionLabel.value(actionName(a))).inc()
     }
 
-    const ms = this.modelSeriesOf(cls, model)
+    const perModel = this.modelSeriesOf(cls, model)
     if (t.outcome === 'ok') {
       const pl = promptLengthBucket(meas.promptTokens)
       const ol = outputLengthBucket(completion)
-      const lat = latencySeriesOf(ms, pl, ol)
+      const lat = latencySeriesOf(perModel, pl, ol)
       if (meas.ttftS !== undefined) {
         if (lat.ttft === undefined) lat.ttft = this.ttft.get4(cls, model, pl, ol)
         lat.ttft.observe(meas.ttftS)
@@ -217,25 +219,26 @@ export class Recorder {
       }
       const gaps = t.itlMs
       if (gaps.length > 0) {
-        if (ms.itl === undefined) ms.itl = this.itl.get2(cls, model)
-        const itl = ms.itl
+        if (perModel.itl === undefined) perModel.itl = this.itl.get2(cls, model)
+        const itl = perModel.itl
         for (let i = 0; i < gaps.length; i++) itl.observe(gaps[i]! / 1000)
       }
       const predicted = t.predictedTtftMs
       if (predicted !== undefined && meas.ttftS !== undefined && meas.ttftS > 0) {
-        if (ms.predictionError === undefined) ms.predictionError = this.predictionError.get2(cls, model)
-        ms.predictionError.observe(Math.abs(predicted / 1000 - meas.ttftS) / meas.ttftS)
+        if (perModel.predictionError === undefined)
+          perModel.predictionError = this.predictionError.get2(cls, model)
+        perModel.predictionError.observe(Math.abs(predicted / 1000 - meas.ttftS) / meas.ttftS)
       }
     }
 
     const wait = queueWaitS(t, verdict.kind === 'rejected' ? verdict.reason : undefined)
     if (wait !== undefined) {
-      if (ms.queueWait === undefined) ms.queueWait = this.queueWait.get2(cls, model)
-      ms.queueWait.observe(wait)
+      if (perModel.queueWait === undefined) perModel.queueWait = this.queueWait.get2(cls, model)
+      perModel.queueWait.observe(wait)
     }
 
-    if (t.pool !== undefined && prompt + completion > 0)
-      this.cost.addTokens(now, t.pool, cls, tenant, prompt + completion)
+    if (t.poolName !== undefined && prompt + completion > 0)
+      this.cost.addTokens(now, t.poolName, cls, tenant, prompt + completion)
     else this.cost.tick(now)
 
     this.windows.of(cls).record(now, {
@@ -317,11 +320,11 @@ export class Recorder {
   }
 }
 
-function latencySeriesOf(ms: ModelSeries, pl: string, ol: string): LatencySeries {
-  let byOutput = ms.latency.get(pl)
+function latencySeriesOf(perModel: ModelSeries, pl: string, ol: string): LatencySeries {
+  let byOutput = perModel.latency.get(pl)
   if (byOutput === undefined) {
     byOutput = new Map()
-    ms.latency.set(pl, byOutput)
+    perModel.latency.set(pl, byOutput)
   }
   let s = byOutput.get(ol)
   if (s === undefined) {

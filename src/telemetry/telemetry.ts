@@ -39,7 +39,7 @@ export interface TelemetryDeps {
 export interface Telemetry {
   /** Once per request when it ends, whatever the outcome. */
   record(ticket: Ticket): void
-  /** One HTTP request on any route (the app's onResponse hook), `route` being the route pattern. */
+  /** One HTTP request on any public route (called by the accounting observer when the exchange ends), `route` being the route pattern. */
   observeHttp(route: string, method: string, status: number, durationSeconds: number): void
   /** Queue depth / in-flight per class and pool, read at scrape time. */
   setQueueSource(fn: () => Iterable<QueueSample>): void

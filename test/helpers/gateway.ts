@@ -4,16 +4,16 @@
 import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { Registry } from 'prom-client'
-import { buildGateway, type Gateway } from '../../src/app.js'
 import type { Backends } from '../../src/backends/types.js'
 import { systemClock } from '../../src/clock.js'
 import { configSchema, type GatewayConfig } from '../../src/config/schema.js'
+import { buildHttpApps, type HttpApps } from '../../src/http-apps.js'
 import { createLogger } from '../../src/logger.js'
 import type { RequestRecorder } from '../../src/proxy/account.js'
 import type { Ticket } from '../../src/ticket.js'
 
 export interface TestGateway {
-  readonly gateway: Gateway
+  readonly gateway: HttpApps
   readonly url: string
   readonly adminUrl: string
   readonly logs: Record<string, unknown>[]
@@ -39,7 +39,7 @@ export async function startGateway(
     },
   })
   const tickets: Ticket[] = []
-  const gateway = buildGateway(config, {
+  const gateway = buildHttpApps(config, {
     clock: systemClock,
     logger: createLogger('info', sink),
     registry: new Registry(),

@@ -6,8 +6,8 @@
  */
 import type { AddressInfo } from 'node:net'
 import { configSchema } from '../../src/config/schema.js'
-import { createGateway, type GatewayRuntime } from '../../src/gateway.js'
 import { createLogger } from '../../src/logger.js'
+import { createRuntime, type GatewayRuntime } from '../../src/runtime.js'
 import { sleep } from './upstream.js'
 
 export interface SimGateway {
@@ -47,11 +47,11 @@ export async function startSimGateway(opts: {
       ...(raw.admission as object),
     },
   })
-  const runtime = await createGateway(config, createLogger('warn'))
-  const { app, admin } = runtime.gateway
+  const runtime = await createRuntime(config, createLogger('warn'))
+  const { app, admin } = runtime.apps
   await app.listen({ port: 0, host: '127.0.0.1' })
   await admin.listen({ port: 0, host: '127.0.0.1' })
-  for (let i = 0; i < 200 && !runtime.gateway.ready(); i++) await sleep(20)
+  for (let i = 0; i < 200 && !runtime.apps.ready(); i++) await sleep(20)
   return {
     runtime,
     scale: s,

@@ -6,10 +6,12 @@ import { ERRORS, errorHeaders, GatewayError, MAX_RETRY_AFTER_MS } from '../../sr
 const doc = readFileSync(join(import.meta.dirname, '../../docs/errors.md'), 'utf8')
 const rows = new Map(
   [
-    ...doc.matchAll(/^\| `(GW_ERR_\w+)` \| (\d+) \| `(\w+)` \| (?:`(\w+)`)? *\| (yes|no)[^|]*\| (.*) \|$/gm),
+    ...doc.matchAll(
+      /^\| `(GW_ERR_\w+)` \| (\d+) \| `(\w+)` \| `(\w+)` \| (?:`(\w+)`)? *\| (yes|no)[^|]*\| (.*) \|$/gm,
+    ),
   ].map((m) => [
     m[1],
-    { status: Number(m[2]), type: m[3], reason: m[4], retry: m[5] === 'yes', message: m[6] },
+    { status: Number(m[2]), type: m[3], outcome: m[4], reason: m[5], retry: m[6] === 'yes', message: m[7] },
   ]),
 )
 
@@ -21,6 +23,7 @@ describe('errors table', () => {
       expect(row, code).toEqual({
         status: def.status,
         type: def.type,
+        outcome: def.outcome,
         reason: 'rejectReason' in def ? def.rejectReason : undefined,
         retry: def.retryable,
         message: def.message,

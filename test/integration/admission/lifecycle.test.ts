@@ -104,9 +104,9 @@ describe('admission lifecycle through the gateway', () => {
     expect(outcomes.filter((o) => o === 'aborted').length).toBeGreaterThan(100)
     expect(outcomes.filter((o) => o === '200').length).toBeGreaterThan(100)
 
-    const g = gw.runtime.gateway
-    for (let i = 0; i < 100 && g.handlers.inFlight > 0; i++) await sleep(20)
-    expect(g.handlers.inFlight).toBe(0)
+    const g = gw.runtime.apps
+    for (let i = 0; i < 100 && g.pipeline.inFlight > 0; i++) await sleep(20)
+    expect(g.pipeline.inFlight).toBe(0)
     const st = await request(`${gw.adminUrl}/admin/state`, { dispatcher: agent })
     const state = (await st.body.json()) as {
       admission: { pools: PoolState[] }

@@ -190,7 +190,7 @@ describe('telemetry through the gateway with admission', () => {
     expect(prefillingOnBig()).toBe(604)
 
     expect(await xDone).toBe(200)
-    await until(() => s.gateway.handlers.inFlight === 0, 10_000, 'no request in flight')
+    await until(() => s.gateway.pipeline.inFlight === 0, 10_000, 'no request in flight')
     await s.faults(0, {})
     await settle(s)
 
@@ -226,7 +226,7 @@ describe('telemetry through the gateway with admission', () => {
     expect((await slowBulk).status).toBe(200)
     await s.faults(0, {})
 
-    await until(() => s.gateway.handlers.inFlight === 0, 10_000, 'no request in flight')
+    await until(() => s.gateway.pipeline.inFlight === 0, 10_000, 'no request in flight')
     const res = await request(`${s.adminUrl}/metrics`, { dispatcher: s.client })
     const text = await res.body.text()
     const m = parseText(text)

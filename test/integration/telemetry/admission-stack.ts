@@ -11,10 +11,10 @@ import { Writable } from 'node:stream'
 import { Registry } from 'prom-client'
 import { Agent, type Dispatcher, request } from 'undici'
 import { Admission } from '../../../src/admission/admission.js'
-import { buildGateway, type Gateway } from '../../../src/app.js'
 import { type BackendsHandle, createBackends } from '../../../src/backends/index.js'
 import { systemClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
+import { buildHttpApps, type HttpApps } from '../../../src/http-apps.js'
 import { createLogger } from '../../../src/logger.js'
 import { type SimHandle, startSim } from '../../../src/sim/index.js'
 import { createTelemetry, type Telemetry } from '../../../src/telemetry/index.js'
@@ -25,7 +25,7 @@ export interface Stack {
   readonly backends: BackendsHandle
   readonly telemetry: Telemetry
   readonly admission: Admission
-  readonly gateway: Gateway
+  readonly gateway: HttpApps
   readonly url: string
   readonly adminUrl: string
   /** One JSON log line per request, for a failure's report. */
@@ -88,7 +88,7 @@ export async function startStack(opts: {
       cb()
     },
   })
-  const gateway = buildGateway(config, {
+  const gateway = buildHttpApps(config, {
     clock: systemClock,
     logger: createLogger('info', sink),
     registry,

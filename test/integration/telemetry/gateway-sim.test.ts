@@ -17,10 +17,10 @@ import { Writable } from 'node:stream'
 import { Registry } from 'prom-client'
 import { Agent, request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildGateway, type Gateway } from '../../../src/app.js'
 import { type BackendsHandle, createBackends } from '../../../src/backends/index.js'
 import { systemClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
+import { buildHttpApps, type HttpApps } from '../../../src/http-apps.js'
 import { createLogger } from '../../../src/logger.js'
 import { type SimHandle, startSim } from '../../../src/sim/index.js'
 import { createTelemetry, METRICS, type Telemetry } from '../../../src/telemetry/index.js'
@@ -65,7 +65,7 @@ describe('telemetry through gateway and simulator', () => {
   let sim: SimHandle
   let backends: BackendsHandle
   let telemetry: Telemetry
-  let gateway: Gateway
+  let gateway: HttpApps
   let url = ''
   let adminUrl = ''
   /** The test's own client, so a request it aborts leaves no socket in a shared pool. */
@@ -88,7 +88,7 @@ describe('telemetry through gateway and simulator', () => {
     backends = createBackends(config, { clock: systemClock, registry })
     telemetry = createTelemetry(config, { registry, clock: systemClock, backends })
     const sink = new Writable({ write: (_c, _e, cb) => cb() })
-    gateway = buildGateway(config, {
+    gateway = buildHttpApps(config, {
       clock: systemClock,
       logger: createLogger('info', sink),
       registry,
@@ -195,9 +195,9 @@ describe('telemetry through gateway and simulator', () => {
     gateway.drain()
     expect(await chat(fast)).toBe(503)
     expect(await chat(fast)).toBe(503)
-    gateway.handlers.draining = false
+    gateway.pipeline.draining = false
 
-    await until(() => gateway.handlers.inFlight === 0, 5_000, 'no request in flight')
+    await until(() => gateway.pipeline.inFlight === 0, 5_000, 'no request in flight')
     const res = await request(`${adminUrl}/metrics`, { dispatcher: client })
     const text = await res.body.text()
     const s = parseText(text)

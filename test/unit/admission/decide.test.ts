@@ -35,13 +35,17 @@ function setup() {
 function input(main: FakePool, extra: Record<string, unknown> = {}, priority?: string) {
   const ticket = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
   ticket.model = 'm'
+  ticket.generation = true
+  ticket.requestedClass = priority
   if (typeof extra.max_tokens === 'number') ticket.maxTokens = extra.max_tokens
+  ticket.expectedOutputTokens = ticket.maxTokens ?? 1024 // as parse sets it, with the default
+  ticket.promptTokens = 100 + 4 // as parse estimates 400 chars and one message
   const body: Record<string, unknown> = {
     model: 'm',
     messages: [{ role: 'user', content: 'x'.repeat(400) }],
     ...extra,
   }
-  return { ticket, body, pool: main, priorityHeader: priority, serviceTier: undefined }
+  return { ticket, body, pool: main }
 }
 
 describe('admission decision', () => {
@@ -53,7 +57,6 @@ describe('admission decision', () => {
     expect(i.ticket.class).toBe('interactive')
     expect(i.ticket.degraded).toEqual([])
     expect(i.ticket.predictedTtftMs).toBeLessThan(450)
-    expect(i.ticket.promptTokens).toBe(100 + 4) // 400 chars / 4 + one message's overhead
   })
 
   it('walks the ladder in order, re-predicting after each step, and stops at the first that fits', () => {
@@ -67,10 +70,10 @@ describe('admission decision', () => {
     expect(i.body.max_tokens).toBe(256)
     expect(i.body.model).toBe('s')
     expect(i.body.n).toBe(2) // single_choice was not needed
-    expect(i.ticket.pool).toBe('small')
+    expect(i.ticket.poolName).toBe('small')
     expect(i.ticket.servedModel).toBe('s')
     expect(i.ticket.predictedTtftMs).toBeLessThan(450)
-    if (d.kind === 'admit') expect(d.pool.pool.name).toBe('small')
+    if (d.kind === 'admit') expect(d.poolAdmission.pool.name).toBe('small')
   })
 
   it('refuses with ttft_slo and an honest, capped Retry-After when no step is enough', () => {

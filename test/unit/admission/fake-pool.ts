@@ -47,6 +47,12 @@ export class FakePool implements BackendPool {
     if (view === undefined || (accept !== undefined && !accept(view))) return undefined
     this.leased++
     let done = false
+    const release = (r: EndpointResult) => {
+      if (done) return
+      done = true
+      this.leased--
+      this.released.push(r)
+    }
     return {
       endpoint: {
         name: view.name,
@@ -55,12 +61,8 @@ export class FakePool implements BackendPool {
         load: undefined,
         loadAt: undefined,
       },
-      release: (r) => {
-        if (done) return
-        done = true
-        this.leased--
-        this.released.push(r)
-      },
+      release,
+      ended: (_t, r) => release(r ?? 'client_abort'),
     }
   }
 

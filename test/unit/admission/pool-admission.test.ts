@@ -1,39 +1,55 @@
 import { describe, expect, it } from 'vitest'
-import { PoolAdmission, type Waiting } from '../../../src/admission/pool-admission.js'
+import type { Admitted } from '../../../src/admission/face.js'
+import { PoolAdmission, Waiting } from '../../../src/admission/pool-admission.js'
 import type { Lease } from '../../../src/backends/types.js'
 import { ManualClock, systemClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
-import type { GatewayError } from '../../../src/errors.js'
+import { GatewayError } from '../../../src/errors.js'
 import { Ticket } from '../../../src/ticket.js'
 import { FakePool } from './fake-pool.js'
 
 const config = configSchema.parse({})
 
-interface Item extends Waiting {
-  tenant: string
-  lease?: Lease
+/** A queued request that records, as the dispatcher settles it, its lease or its error. */
+class Item extends Waiting {
+  granted?: Lease
   shedWith?: GatewayError
+  constructor(
+    readonly name: string,
+    className: string,
+    readonly tenant: string,
+    prompt: number,
+  ) {
+    const t = new Ticket(name, 'POST', '/v1/chat/completions', systemClock.now())
+    t.bodyBytes = 200
+    super(t, className, prompt, prompt + 100, {
+      queueFeatures: undefined,
+      queueMs: 0,
+      serverMs: 10,
+      totalMs: 10,
+    })
+  }
+  override resolve(r: Lease | GatewayError): void {
+    super.resolve(r)
+    settle(this, r)
+  }
+}
+
+function settle(it: Item, r: Lease | GatewayError | Admitted): void {
+  if (r instanceof GatewayError) it.shedWith = r
+  else if (!(r instanceof Waiting) && 'endpoint' in r) {
+    it.granted = r
+    dispatched.push(it)
+  }
 }
 
 function item(id: string, className: string, tenant: string, prompt = 100): Item {
-  const it: Item = {
-    id,
-    tenant,
-    ticket: new Ticket(id, 'POST', '/v1/chat/completions', systemClock.now()),
-    className,
-    promptTokens: prompt,
-    kvTokens: prompt + 100,
-    prediction: { queueFeatures: undefined, queueMs: 0, serverMs: 10, totalMs: 10 },
-    bytes: 200,
-    dispatch(lease) {
-      it.lease = lease
-      dispatched.push(it)
-    },
-    shed(err) {
-      it.shedWith = err
-    },
-  }
-  return it
+  return new Item(id, className, tenant, prompt)
+}
+
+/** Places an item; one dispatched at once (or refused) is recorded at once. */
+function place(pa: PoolAdmission, it: Item, tenant: string, weight: number, deadline: number): void {
+  settle(it, pa.place(it, tenant, weight, deadline))
 }
 
 let dispatched: Item[] = []
@@ -48,11 +64,11 @@ function setup(slots: number) {
 
 /** Ends the oldest running request and lets the dispatcher act. */
 function completeOne(pa: PoolAdmission): Item | undefined {
-  const running = dispatched.find((d) => d.lease !== undefined)
+  const running = dispatched.find((d) => d.granted !== undefined)
   if (running === undefined) return undefined
-  const lease = running.lease as Lease
-  delete running.lease
-  lease.release('ok')
+  const lease = running.granted as Lease
+  delete running.granted
+  lease.ended(running.ticket, 'ok')
   pa.pump()
   return running
 }
@@ -62,8 +78,8 @@ describe('PoolAdmission', () => {
     const { pa } = setup(1)
     const far = systemClock.now() + 60_000
     for (let i = 0; i < 400; i++) {
-      pa.place(item(`a${i}`, 'interactive', 'a'), 'a', 1, far)
-      pa.place(item(`b${i}`, 'interactive', 'b'), 'b', 3, far)
+      place(pa, item(`a${i}`, 'interactive', 'a'), 'a', 1, far)
+      place(pa, item(`b${i}`, 'interactive', 'b'), 'b', 3, far)
     }
     while (dispatched.length < 401) completeOne(pa)
     const counted = dispatched.slice(1, 401) // the first went at once, before both were queued
@@ -79,11 +95,11 @@ describe('PoolAdmission', () => {
   it('lets batch run only while no interactive request waits (backfill)', () => {
     const { pa } = setup(1)
     const far = systemClock.now() + 60_000
-    pa.place(item('i0', 'interactive', 't'), 't', 1, far) // takes the slot
-    for (let i = 0; i < 3; i++) pa.place(item(`b${i}`, 'batch', 't'), 't', 1, far)
-    for (let i = 1; i < 4; i++) pa.place(item(`i${i}`, 'interactive', 't'), 't', 1, far)
+    place(pa, item('i0', 'interactive', 't'), 't', 1, far) // takes the slot
+    for (let i = 0; i < 3; i++) place(pa, item(`b${i}`, 'batch', 't'), 't', 1, far)
+    for (let i = 1; i < 4; i++) place(pa, item(`i${i}`, 'interactive', 't'), 't', 1, far)
     for (let n = 0; n < 6; n++) completeOne(pa)
-    expect(dispatched.map((d) => d.id)).toEqual(['i0', 'i1', 'i2', 'i3', 'b0', 'b1', 'b2'])
+    expect(dispatched.map((d) => d.name)).toEqual(['i0', 'i1', 'i2', 'i3', 'b0', 'b1', 'b2'])
     pa.close()
   })
 
@@ -95,35 +111,36 @@ describe('PoolAdmission', () => {
     const pa = new PoolAdmission(pool, config.classes, config.admission, clock)
     const far = clock.now() + 60_000
     const first = item('i0', 'interactive', 't')
-    pa.place(first, 't', 1, far)
-    expect(dispatched.map((d) => d.id)).toEqual(['i0'])
-    first.ticket.onPrefilled?.() // its prompt is done: the prefill budget is free again
-    const onToken = first.ticket.onToken as (gapMs: number, now: number) => void
+    place(pa, first, 't', 1, far)
+    expect(dispatched.map((d) => d.name)).toEqual(['i0'])
+    const lease = first.granted as Lease
+    lease.prefilled?.(first.ticket) // its prompt is done: the prefill budget is free again
+    const onToken = (gapMs: number, now: number) => lease.tokenGap?.(first.ticket, gapMs, now)
     // one decode window (200 ms) of 80 ms gaps: over interactive's 50 ms x 0.9
     for (let i = 0; i < 4; i++) {
       clock.advance(80)
       onToken(80, clock.now())
     }
-    pa.place(item('b0', 'batch', 't'), 't', 1, far)
-    pa.place(item('i1', 'interactive', 't'), 't', 1, far)
+    place(pa, item('b0', 'batch', 't'), 't', 1, far)
+    place(pa, item('i1', 'interactive', 't'), 't', 1, far)
     pa.pump()
-    expect(dispatched.map((d) => d.id)).toEqual(['i0'])
+    expect(dispatched.map((d) => d.name)).toEqual(['i0'])
     // the next window decodes at 30 ms: the guard opens, interactive first
     for (let i = 0; i < 8; i++) {
       clock.advance(30)
       onToken(30, clock.now())
     }
     pa.pump()
-    expect(dispatched.map((d) => d.id)).toEqual(['i0', 'i1', 'b0'])
+    expect(dispatched.map((d) => d.name)).toEqual(['i0', 'i1', 'b0'])
     pa.close()
   })
 
   it('sheds a queued request at its deadline with queue_timeout, not later', async () => {
     const { pa } = setup(1)
-    pa.place(item('run', 'interactive', 't'), 't', 1, systemClock.now() + 60_000)
+    place(pa, item('run', 'interactive', 't'), 't', 1, systemClock.now() + 60_000)
     const waiting = item('late', 'interactive', 't')
     const placedAt = systemClock.now()
-    pa.place(waiting, 't', 1, placedAt + 50)
+    place(pa, waiting, 't', 1, placedAt + 50)
     await new Promise((r) => setTimeout(r, 30))
     expect(waiting.shedWith).toBeUndefined()
     await new Promise((r) => setTimeout(r, 60))
@@ -149,11 +166,11 @@ describe('PoolAdmission', () => {
         `t${i % 5}`,
         1 + Math.floor(rnd() * 2000),
       )
-      pa.place(it, `t${i % 5}`, 1 + (i % 3), far)
+      place(pa, it, `t${i % 5}`, 1 + (i % 3), far)
       placed.push(it)
       const r = rnd()
       if (r < 0.3) {
-        const victim = placed[Math.floor(rnd() * placed.length)] as Item
+        const victim = placed[Math.floor(rnd() * placed.length)]!
         pa.cancel(victim) // the client left (a no-op when it was already dispatched)
       } else if (r < 0.6) {
         completeOne(pa)

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../../../src/clock.js'
+import { Exchange } from '../../../src/exchange.js'
 import { SseRelay } from '../../../src/openai/sse-relay.js'
 import { Ticket } from '../../../src/ticket.js'
 import { chunkEvent, usageEvent } from '../../helpers/upstream.js'
@@ -7,7 +8,7 @@ import { chunkEvent, usageEvent } from '../../helpers/upstream.js'
 function relay(strip: boolean) {
   const clock = new ManualClock(1000)
   const ticket = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
-  return { clock, ticket, r: new SseRelay(ticket, clock, strip) }
+  return { clock, ticket, r: new SseRelay(new Exchange(ticket, clock, []), strip) }
 }
 
 const STREAM = [

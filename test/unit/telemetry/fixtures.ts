@@ -65,7 +65,7 @@ export function ticket(arrivedAt: number, spec: TicketSpec = {}): Ticket {
   if (spec.usage !== undefined) t.usage = { ...spec.usage }
   const dispatched = t.outcome !== 'rejected' && t.outcome !== 'invalid'
   if (dispatched) {
-    t.pool = spec.pool ?? 'main'
+    t.poolName = spec.pool ?? 'main'
     t.dispatchedAt = arrivedAt + (spec.dispatch ?? 0)
   }
   if (spec.ttft !== undefined) t.firstTokenAt = arrivedAt + spec.ttft

@@ -1,0 +1,60 @@
+/**
+ * Stage parse: what the request asks for, read once at the edge.
+ *
+ * On the OpenAI JSON routes: the body must be a JSON object; its model picks the pool
+ * that serves it (404 when none does); the prompt's size gives its tokens (one estimate
+ * for every path: characters per token, learned per model from the usage servers
+ * report); max_tokens, else the configured default, gives its expected output. A streamed
+ * generation asks the server for a usage chunk (removed again when the client did not ask
+ * for it) so tokens are accounted exactly. Other /v1/* routes go, unread, to the first
+ * pool that serves every model.
+ */
+import { GatewayError } from '../errors.js'
+import type { Stage, StageDeps } from '../gateway-request.js'
+import { isRecord } from '../is-record.js'
+import { promptSize, readFields, requestStreamUsage } from './request-fields.js'
+
+const GENERATION_ROUTES = ['/v1/chat/completions', '/v1/completions']
+
+export function parseStage(deps: StageDeps): Stage {
+  const { backends, tokens, defaultMaxTokens } = deps
+  return (r) => {
+    const t = r.ticket
+    if (r.kind === 'raw') {
+      r.pool = backends.route(undefined) ?? backends.pools()[0]
+      t.poolName = r.pool?.name
+      return undefined
+    }
+    const body = r.received
+    if (!isRecord(body) || Array.isArray(body)) {
+      const reason = Array.isArray(body) ? 'got a JSON array' : `got ${body === null ? 'null' : typeof body}`
+      return new GatewayError('GW_ERR_INVALID_BODY', { reason })
+    }
+    r.body = body
+    const fields = readFields(body)
+    t.model = fields.model
+    t.stream = fields.stream
+    t.maxTokens = fields.maxTokens
+    t.clientWantsUsage = fields.clientWantsUsage
+    t.serviceTier = fields.serviceTier
+    const pool = backends.route(fields.model)
+    if (pool === undefined) {
+      return new GatewayError('GW_ERR_MODEL_NOT_FOUND', { model: fields.model ?? '' }, { param: 'model' })
+    }
+    r.pool = pool
+    t.poolName = pool.name
+    t.generation = GENERATION_ROUTES.some((route) => r.url.startsWith(route))
+    const size = promptSize(body)
+    t.promptChars = size.chars
+    t.promptMessages = size.messages
+    t.promptTokens = tokens.estimate(t.model ?? '', size.chars, size.messages)
+    t.expectedOutputTokens = t.maxTokens ?? defaultMaxTokens
+    const length = Number(r.headers['content-length'])
+    t.bodyBytes = Number.isFinite(length) ? length : size.chars
+    if (t.generation && t.stream && !t.clientWantsUsage) {
+      requestStreamUsage(body)
+      t.usageAdded = true
+    }
+    return undefined
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The runner of the request's path: makes each request's Ticket and Exchange, runs the
+ * stages of src/stages.ts in order, answers a refusal, and keeps the count of requests in
+ * flight (for drain). It knows no stage's job.
+ */
+import type { FastifyReply, FastifyRequest, FastifyBaseLogger as Logger } from 'fastify'
+import type { Clock } from '../clock.js'
+import { errorHeaders, GatewayError } from '../errors.js'
+import { Exchange, type ExchangeObserver } from '../exchange.js'
+import {
+  buildStages,
+  ENDED,
+  type GatewayRequest,
+  type Stage,
+  type StageDeps,
+  type StageResult,
+} from '../stages.js'
+import { Ticket } from '../ticket.js'
+
+export interface PipelineDeps extends StageDeps {
+  readonly clock: Clock
+  readonly logger: Logger
+  /** Gateway-wide observers of every exchange (learning, accounting), in order. */
+  readonly observers: readonly ExchangeObserver[]
+}
+
+export class Pipeline {
+  private readonly stages: readonly Stage[]
+  private readonly clock: Clock
+  private readonly logger: Logger
+  private readonly observers: readonly ExchangeObserver[]
+  private inflight = 0
+  private idleWaiters: (() => void)[] = []
+  draining = false
+
+  constructor(deps: PipelineDeps) {
+    this.stages = buildStages(deps)
+    this.clock = deps.clock
+    this.logger = deps.logger
+    // the in-flight count hears the end last, once everything else has
+    this.observers = [...deps.observers, { ended: () => this.left() }]
+  }
+
+  get inFlight(): number {
+    return this.inflight
+  }
+
+  /** Resolves when no request is in flight. */
+  whenIdle(): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve()
+    return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  /** One request from the HTTP app: its ticket and exchange. Everything is answered on `reply.raw`. */
+  begin(request: FastifyRequest, reply: FastifyReply, kind: GatewayRequest['kind']): GatewayRequest {
+    const t = new Ticket(request.id, request.method, request.url, this.clock.now())
+    t.route = request.routeOptions.url ?? 'unmatched'
+    this.inflight++
+    reply.hijack()
+    return {
+      ticket: t,
+      exchange: new Exchange(t, this.clock, this.observers),
+      method: request.method,
+      url: request.url,
+      headers: request.headers,
+      res: reply.raw,
+      kind,
+      received: request.body,
+      body: undefined,
+      pool: undefined,
+      lease: undefined,
+    }
+  }
+
+  /** Runs the stages from `from` on. Never throws. */
+  run(r: GatewayRequest, from = 0): void {
+    if (from === 0 && this.draining) {
+      this.refuse(r, new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }))
+      return
+    }
+    try {
+      for (let i = from; i < this.stages.length; i++) {
+        const out = this.stages[i]!(r)
+        if (out === undefined) continue
+        if (out instanceof Promise) {
+          out.then(
+            (res) => this.resume(r, res, i + 1),
+            (err: unknown) => this.internal(r, err),
+          )
+          return
+        }
+        this.resume(r, out, i + 1)
+        return
+      }
+    } catch (err) {
+      this.internal(r, err)
+    }
+  }
+
+  /** Answers with a gateway error and ends the exchange. */
+  refuse(r: GatewayRequest, err: GatewayError): void {
+    const t = r.ticket
+    t.status = err.status
+    t.errorCode = err.code
+    if (t.outcome === 'pending') t.outcome = err.outcome
+    const res = r.res
+    if (!res.headersSent && !res.destroyed) {
+      res.writeHead(err.status, { ...errorHeaders(err), 'x-request-id': t.id })
+      res.end(err.toJSON())
+    }
+    r.exchange.end(undefined)
+  }
+
+  private resume(r: GatewayRequest, out: StageResult, next: number): void {
+    if (out === undefined) this.run(r, next)
+    else if (out !== ENDED) this.refuse(r, out)
+  }
+
+  private internal(r: GatewayRequest, err: unknown): void {
+    if (r.exchange.isEnded) return
+    this.logger.error({ err, reqId: r.ticket.id }, 'unhandled error in the request path')
+    this.refuse(r, new GatewayError('GW_ERR_INTERNAL', {}, { cause: err }))
+  }
+
+  private left(): void {
+    if (--this.inflight === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters
+      this.idleWaiters = []
+      for (const w of waiters) w()
+    }
+  }
+}
