@@ -173,6 +173,15 @@ export const ERRORS = {
     retryable: true,
     rejectReason: 'kv_exhausted',
   },
+  GW_ERR_TTFT_UNREACHABLE: {
+    status: 503,
+    type: 'service_unavailable_error',
+    message:
+      'The {class} time-to-first-token objective ({slo} ms) cannot be met for this request even on an idle server (predicted {predicted} ms for {tokens} prompt tokens); shorten the prompt or use another class.',
+    outcome: 'rejected',
+    retryable: false,
+    rejectReason: 'ttft_unreachable',
+  },
   GW_ERR_INTERNAL: {
     status: 500,
     type: 'server_error',

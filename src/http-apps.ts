@@ -130,6 +130,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
   app.removeContentTypeParser('text/plain')
   app.post('/v1/chat/completions', handlers.json)
   app.post('/v1/completions', handlers.json)
+  app.post('/v1/responses', handlers.json)
   app.post('/v1/embeddings', handlers.json)
   app.get('/v1/models', (_request, reply) => listModels(deps.backends, reply))
   // Everything else under /v1 is forwarded as it came, body streamed unparsed.

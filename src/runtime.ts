@@ -67,7 +67,7 @@ export async function createRuntime(
     ? createTelemetry(config, { registry, clock, logger, backends })
     : undefined
   const tokens = new TokenEstimator()
-  const admission = createAdmission(config, backends, clock, tokens)
+  const admission = createAdmission(config, backends, clock, tokens, logger)
   // Scrapes drive the dispatcher (with completions): no polling loop.
   backends.onChange(() => admission.pumpAll())
   telemetry?.setQueueSource(() => admission.queueDepths())

@@ -19,6 +19,8 @@ export type Outcome =
 /** nginx's status for a request the client closed before the answer (logs and metrics only). */
 export const CLIENT_CLOSED = 499
 
+export type GenerationApi = 'chat' | 'completions' | 'responses'
+
 export interface Usage {
   promptTokens: number
   completionTokens: number
@@ -39,8 +41,10 @@ export class Ticket {
   /** `service_tier` from the body, as sent. */
   serviceTier: string | undefined = undefined
   class = 'interactive'
-  /** A generation request (chat or completions): admission applies. */
+  /** A generation request (chat, completions or responses): admission applies. */
   generation = false
+  /** Which generation API: its body and stream events differ. */
+  api: GenerationApi | undefined = undefined
   model: string | undefined = undefined
   /** The model the upstream was asked for (differs after a fallback). */
   servedModel: string | undefined = undefined

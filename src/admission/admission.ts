@@ -24,6 +24,10 @@ import { acquireDirect, noBackend } from './pass-through.js'
 import { PoolAdmission, Waiting } from './pool-admission.js'
 import type { Prediction } from './ttft-estimator.js'
 
+export interface AdmissionLogger {
+  warn(obj: object, msg?: string): void
+}
+
 export interface AdmitInput {
   readonly ticket: Ticket
   readonly body: JsonBody
@@ -52,13 +56,29 @@ export class Admission implements AdmissionControl {
   private readonly classNames: ReadonlySet<string>
   private readonly tokens: TokenEstimator | undefined
 
-  constructor(config: GatewayConfig, backends: Backends, clock: Clock, tokens?: TokenEstimator) {
+  constructor(
+    config: GatewayConfig,
+    backends: Backends,
+    clock: Clock,
+    tokens?: TokenEstimator,
+    logger?: AdmissionLogger,
+  ) {
     this.config = config
     this.backends = backends
     this.clock = clock
     this.tokens = tokens
     this.classNames = new Set(Object.keys(config.classes))
-    for (const pool of backends.pools()) this.poolAdmission(pool)
+    for (const pool of backends.pools()) {
+      const pa = this.poolAdmission(pool)
+      // Say at startup what no request will get: every request of such a class is refused
+      // with ttft_unreachable (x-should-retry: false).
+      for (const u of pa.unreachableObjectives()) {
+        logger?.warn(
+          { pool: pool.name, ...u },
+          `the ${u.class} TTFT objective (${u.sloMs} ms) is below the least TTFT pool ${pool.name} is predicted to give (${u.idleTtftMs} ms, an idle server); every ${u.class} request there will be refused (ttft_unreachable). Raise classes.${u.class}.slo.ttft_ms, or set admission.estimator priors that match the servers`,
+        )
+      }
+    }
   }
 
   poolAdmission(pool: BackendPool): PoolAdmission {
@@ -92,6 +112,7 @@ export class Admission implements AdmissionControl {
     const cls = this.config.classes[className]!
     const req: DegradableRequest = {
       body,
+      api: t.api,
       pool: input.pool,
       expectedOutput: t.expectedOutputTokens,
       choices: typeof body.n === 'number' && body.n > 1 ? Math.floor(body.n) : 1,
@@ -124,17 +145,31 @@ export class Admission implements AdmissionControl {
       t.maxTokens = req.expectedOutput
       t.expectedOutputTokens = req.expectedOutput
     }
-    if (cls.reject_on_ttft && p.totalMs > budget && !pa.probeDue(className)) {
-      const retryAfterMs = Math.max(p.totalMs - budget, pa.drainMs(className, 0))
-      // When no endpoint has KV room for it, say so: the wait is for the cache, not the queue.
-      const error = kvBlocked
-        ? new GatewayError('GW_ERR_KV_EXHAUSTED', {}, { retryAfterMs })
-        : new GatewayError(
-            'GW_ERR_TTFT_SLO',
-            { class: className, predicted: Math.round(p.totalMs) },
-            { retryAfterMs },
-          )
-      return { kind: 'reject', error }
+    if (cls.reject_on_ttft && p.totalMs > budget) {
+      // Its prompt alone is too long for the objective, even on an idle server: no wait
+      // helps (and it is never let in as a probe, which would only fail at the server).
+      const idleMs = pa.unreachableMs(className, promptTokens)
+      if (idleMs !== undefined) {
+        const error = new GatewayError('GW_ERR_TTFT_UNREACHABLE', {
+          class: className,
+          slo: slo ?? 0,
+          predicted: Math.round(idleMs),
+          tokens: promptTokens,
+        })
+        return { kind: 'reject', error }
+      }
+      if (!pa.probeDue(className)) {
+        const retryAfterMs = Math.max(p.totalMs - budget, pa.retryAfterMs(className, promptTokens, kvTokens))
+        // When no endpoint has KV room for it, say so: the wait is for the cache, not the queue.
+        const error = kvBlocked
+          ? new GatewayError('GW_ERR_KV_EXHAUSTED', {}, { retryAfterMs })
+          : new GatewayError(
+              'GW_ERR_TTFT_SLO',
+              { class: className, predicted: Math.round(p.totalMs) },
+              { retryAfterMs },
+            )
+        return { kind: 'reject', error }
+      }
     }
     const now = this.clock.now()
     // Queued, a request is shed once it can no longer meet its class's objectives.

@@ -55,11 +55,13 @@ export class EndpointGates {
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
   private readonly maxPrefillTokens: number
+  private readonly itlWindowMs: number
   private readonly clock: Clock
 
   constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
     this.clock = clock
     this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
+    this.itlWindowMs = cfg.itl_window_ms
     this.guard = new DecodeGuard(
       Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
       cfg.margin,
@@ -97,6 +99,31 @@ export class EndpointGates {
       if (!aged && !this.guard.allows(className, v.name)) return false
       return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
     }
+  }
+
+  /**
+   * When `v` is expected to open for this request (0: it is open now): the prefill budget
+   * when its pending prompts have their first tokens, the decode guard when its window
+   * closes, headroom (a batch slot, KV room) when `slotFreeInMs` says a request there ends.
+   * Each gate that is closed must open: the latest of them.
+   */
+  reopenInMs(
+    v: EndpointView,
+    className: string,
+    kvTokens: number,
+    promptTokens: number,
+    slotFreeInMs: (endpoint: string) => number,
+  ): number {
+    const limits = this.limits.get(className)!
+    let ms = 0
+    if (!fitsBudget(this.prefilling.at(v.name), promptTokens, this.maxPrefillTokens)) {
+      ms = this.prefilling.roomInMs(v.name, promptTokens, this.maxPrefillTokens, this.clock.now())
+    }
+    if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.itlWindowMs)
+    if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {
+      ms = Math.max(ms, slotFreeInMs(v.name))
+    }
+    return ms
   }
 
   /** True when the endpoint has KV room for `kvTokens` under the class's limit. */

@@ -65,7 +65,7 @@ class AdmittedLease implements Lease {
   private released = false
   constructor(
     private readonly inner: Lease,
-    private readonly w: Waiting,
+    readonly w: Waiting,
     private readonly owner: PoolAdmission,
     private readonly uncount: () => void,
   ) {}
@@ -92,7 +92,7 @@ class AdmittedLease implements Lease {
     this.uncount()
     if (this.released) return
     this.released = true
-    this.owner.finished(this.w)
+    this.owner.finished(this.w, this.inner.endpoint.name)
   }
 }
 
@@ -105,6 +105,8 @@ export class PoolAdmission {
   private readonly classNames: readonly string[]
   /** Requests dispatched and not yet ended, per class. */
   private readonly inflight = new Map<string, number>()
+  /** The same requests, per endpoint (when one is expected to end: Retry-After). */
+  private readonly running = new Map<string, Set<Waiting>>()
   private readonly gates: EndpointGates
   /** Classes whose queue wait the estimator learns from: those admitted on its prediction. */
   private readonly learnFrom = new Set<string>()
@@ -188,9 +190,53 @@ export class PoolAdmission {
     return this.ttft.get(className)?.margin.value
   }
 
-  /** Time for everything queued ahead of this class to drain (Retry-After). */
-  drainMs(className: string, promptTokens: number): number {
-    return this.estimator.drainMs(this.queues.costAhead(className) + promptTokens)
+  /**
+   * The honest Retry-After for a request of this class refused now: when it is predicted
+   * to be possible. The queue ahead of it must drain (at the measured dispatch rate) and
+   * an endpoint must open for it (the earliest one: see EndpointGates.reopenInMs). Never
+   * less than one engine step: nothing changes sooner.
+   */
+  retryAfterMs(className: string, promptTokens: number, kvTokens: number): number {
+    const drain = this.estimator.drainMs(this.queues.costAhead(className))
+    let reopen = Number.POSITIVE_INFINITY
+    const slotFree = (endpoint: string) => this.slotFreeInMs(endpoint)
+    for (const v of this.pool.views()) {
+      reopen = Math.min(reopen, this.gates.reopenInMs(v, className, kvTokens, promptTokens, slotFree))
+    }
+    if (!Number.isFinite(reopen)) reopen = this.pool.retryAfterMs() // no usable endpoint
+    return Math.max(this.estimator.stepMs, drain + reopen)
+  }
+
+  /**
+   * When the first request running at `endpoint` is expected to end: its prefill (as
+   * predicted at dispatch) and the rest of its expected output, at the endpoint's step.
+   * One engine step when the gateway has none running there (other clients' requests).
+   */
+  private slotFreeInMs(endpoint: string): number {
+    const step = this.gates.itl(endpoint) ?? this.estimator.stepMs
+    const now = this.clock.now()
+    let best = Number.POSITIVE_INFINITY
+    for (const w of this.running.get(endpoint) ?? []) {
+      const t = w.ticket
+      const left = Math.max(0, t.expectedOutputTokens - t.contentChunks) * step
+      const prefill =
+        t.firstTokenAt === undefined && t.dispatchedAt !== undefined && w.serverFeatures !== undefined
+          ? Math.max(0, t.dispatchedAt + this.estimator.serverMs(w.serverFeatures) - now)
+          : 0
+      best = Math.min(best, prefill + left)
+    }
+    return Number.isFinite(best) ? best : step
+  }
+
+  /**
+   * The least TTFT a request of `promptTokens` can have here (an idle endpoint), when that
+   * is above the class's objective: waiting cannot help it. Undefined when it can be met.
+   */
+  unreachableMs(className: string, promptTokens: number): number | undefined {
+    const slo = this.ttft.get(className)?.sloMs
+    if (slo === undefined) return undefined
+    const idle = this.estimator.idleServerMs(promptTokens)
+    return idle > slo ? idle : undefined
   }
 
   /**
@@ -226,7 +272,7 @@ export class PoolAdmission {
       return new GatewayError(
         'GW_ERR_QUEUE_FULL',
         { class: w.className },
-        { retryAfterMs: this.drainMs(w.className, 0) },
+        { retryAfterMs: this.retryAfterMs(w.className, w.promptTokens, w.kvTokens) },
       )
     }
     w.owner = this
@@ -249,6 +295,12 @@ export class PoolAdmission {
 
   private start(w: Waiting, lease: Lease, queuedMs: number): AdmittedLease {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
+    let here = this.running.get(lease.endpoint.name)
+    if (here === undefined) {
+      here = new Set()
+      this.running.set(lease.endpoint.name, here)
+    }
+    here.add(w)
     w.ticket.queuedMs = queuedMs
     const endpoint = lease.endpoint.name
     // A batch request's wait is for backfill, which the model does not (and need not)
@@ -267,8 +319,9 @@ export class PoolAdmission {
    * A dispatched request ended: it leaves the in-flight count; the estimator learns its
    * prompt size and, when it streamed, its server TTFT; the dispatcher runs.
    */
-  finished(w: Waiting): void {
+  finished(w: Waiting, endpoint: string): void {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
+    this.running.get(endpoint)?.delete(w)
     this.learn(w)
     this.schedulePump()
   }
@@ -360,7 +413,7 @@ export class PoolAdmission {
         new GatewayError(
           'GW_ERR_QUEUE_TIMEOUT',
           { class: w.className },
-          { retryAfterMs: this.drainMs(w.className, 0) },
+          { retryAfterMs: this.retryAfterMs(w.className, w.promptTokens, w.kvTokens) },
         ),
       )
     }
@@ -376,9 +429,23 @@ export class PoolAdmission {
     }))
   }
 
+  /**
+   * Classes whose TTFT objective no request can meet here: even a one-token prompt on an
+   * idle endpoint is predicted slower (by the estimator's current fit).
+   */
+  unreachableObjectives(): { class: string; sloMs: number; idleTtftMs: number }[] {
+    const out: { class: string; sloMs: number; idleTtftMs: number }[] = []
+    for (const [name, c] of this.ttft) {
+      const idle = this.unreachableMs(name, 1)
+      if (idle !== undefined) out.push({ class: name, sloMs: c.sloMs, idleTtftMs: Math.round(idle) })
+    }
+    return out
+  }
+
   state(): object {
     return {
       pool: this.pool.name,
+      unreachableObjectives: this.unreachableObjectives(),
       classes: Object.fromEntries(
         this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
       ),

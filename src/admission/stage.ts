@@ -17,7 +17,7 @@ import {
 } from '../gateway-request.js'
 import type { TokenEstimator } from '../openai/token-estimator.js'
 import { CLIENT_CLOSED } from '../ticket.js'
-import { Admission } from './admission.js'
+import { Admission, type AdmissionLogger } from './admission.js'
 import { type AdmissionControl, isQueued, type Queued } from './face.js'
 import { PassThrough } from './pass-through.js'
 
@@ -27,8 +27,9 @@ export function createAdmission(
   backends: Backends,
   clock: Clock,
   tokens: TokenEstimator,
+  logger?: AdmissionLogger,
 ): AdmissionControl {
-  return config.admission.enabled ? new Admission(config, backends, clock, tokens) : new PassThrough()
+  return config.admission.enabled ? new Admission(config, backends, clock, tokens, logger) : new PassThrough()
 }
 
 function grant(r: GatewayRequest, lease: Lease): void {

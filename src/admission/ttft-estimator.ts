@@ -106,6 +106,20 @@ export class TtftEstimator {
     return [1, pendingTokens + ownTokens, stepMs ?? this.stepPriorMs]
   }
 
+  /**
+   * The server time of a request of `ownTokens` on an idle endpoint (nothing pending, a
+   * step as short as the prior): the least TTFT it can have. Above its objective, waiting
+   * cannot help it.
+   */
+  idleServerMs(ownTokens: number): number {
+    return this.serverMs(this.features(0, ownTokens, this.stepPriorMs))
+  }
+
+  /** One engine step, ms: the least time after which the servers' state has changed. */
+  get stepMs(): number {
+    return this.stepPriorMs
+  }
+
   /** Prompt tokens per ms the pool dispatches from a backlogged queue, per endpoint-less pool total. */
   dispatchRate(): number {
     return this.rateTokens / this.rateMs

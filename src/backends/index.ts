@@ -11,6 +11,7 @@ export type { BackendsLogger, EndpointStatus, PoolEndpoint } from './endpoint.js
 export { correctLoad } from './load-correction.js'
 export type { EndpointPool } from './pool.js'
 export { type PromSample, type PromText, parsePromText } from './prom-text.js'
+export { upstreamModel } from './router.js'
 export { leastWaitScorer } from './scorer.js'
 export type {
   BackendLoad,

@@ -2,6 +2,7 @@
  * Model name -> pool: the exact model name first, then an alias, then the pool that lists
  * `*` (it serves any model no other pool claims). The schema refuses a name claimed twice.
  */
+import type { PoolConfig } from '../config/schema.js'
 import type { BackendPool } from './types.js'
 
 export class ModelRouter<P extends BackendPool> {
@@ -40,4 +41,14 @@ export class ModelRouter<P extends BackendPool> {
   modelIds(): string[] {
     return [...this.ids]
   }
+}
+
+/**
+ * The model name to send upstream for a request that named `requested`: an alias is
+ * rewritten to the name the pool's servers serve (`served_model`, else its first model);
+ * a model name the pool lists, a name served through `*`, or none, goes as it is.
+ */
+export function upstreamModel(pool: PoolConfig, requested: string | undefined): string | undefined {
+  if (requested === undefined || !pool.aliases.includes(requested)) return requested
+  return pool.served_model ?? pool.models.find((m) => m !== '*') ?? requested
 }

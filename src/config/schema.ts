@@ -71,11 +71,13 @@ const dnsDiscoverySchema = z.strictObject({
 })
 
 export const poolSchema = z.strictObject({
-  name: z.string().regex(/^[a-zA-Z0-9_.-]+$/, 'expected letters, digits, _ . or -'),
+  name: z.string().regex(/^[a-zA-Z0-9_.-]+$/, 'pool names are letters, digits, _ . and -'),
   /** Model names this pool serves; `*` serves any model no other pool claims. */
   models: z.array(z.string().min(1)).min(1),
-  /** Other names clients may use for this pool's first model. */
+  /** Other names clients may use for this pool's model: rewritten to `served_model` upstream. */
   aliases: z.array(z.string().min(1)).default([]),
+  /** The name the pool's servers serve, sent for a request that named an alias; default: the first model. */
+  served_model: z.string().min(1).optional(),
   engine: z.enum(ENGINES).default('vllm'),
   endpoints: z.array(httpUrl).default([]),
   discovery: dnsDiscoverySchema.optional(),

@@ -3,6 +3,7 @@
  * cap) while the bytes are relayed, and reads `usage` and the finish reason at the end.
  */
 import { isRecord } from '../is-record.js'
+import { responsesOutcome } from './sse-relay.js'
 import type { Ticket } from '../ticket.js'
 
 /** Responses larger than this are relayed without being read (e.g. big embedding batches). */
@@ -29,6 +30,13 @@ export class JsonObserver {
     }
     this.parts = []
     if (!isRecord(body)) return
+    if (body.object === 'response') {
+      // Responses API: usage in input/output tokens, the end in `status`
+      const { usage, finishReason } = responsesOutcome(body)
+      if (usage !== undefined) ticket.usage = usage
+      if (finishReason !== undefined) ticket.finishReason = finishReason
+      return
+    }
     const { usage, choices } = body
     if (isRecord(usage) && typeof usage.prompt_tokens === 'number') {
       ticket.usage = {

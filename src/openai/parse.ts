@@ -6,15 +6,30 @@
  * for every path: characters per token, learned per model from the usage servers
  * report); max_tokens, else the configured default, gives its expected output. A streamed
  * generation asks the server for a usage chunk (removed again when the client did not ask
- * for it) so tokens are accounted exactly. Other /v1/* routes go, unread, to the first
- * pool that serves every model.
+ * for it) so tokens are accounted exactly. Generation routes (chat, completions and the
+ * Responses API) are admission-controlled; other JSON routes (embeddings) only get a lease.
+ * Other /v1/* routes go, unread, to the first pool that serves every model.
  */
+import { upstreamModel } from '../backends/index.js'
 import { GatewayError } from '../errors.js'
 import type { Stage, StageDeps } from '../gateway-request.js'
 import { isRecord } from '../is-record.js'
 import { promptSize, readFields, requestStreamUsage } from './request-fields.js'
 
-const GENERATION_ROUTES = ['/v1/chat/completions', '/v1/completions']
+import type { GenerationApi } from '../ticket.js'
+
+/** The routes admission governs, and their API. */
+const GENERATION_ROUTES: readonly [string, GenerationApi][] = [
+  ['/v1/chat/completions', 'chat'],
+  ['/v1/completions', 'completions'],
+  ['/v1/responses', 'responses'],
+]
+
+function apiOf(url: string): GenerationApi | undefined {
+  const path = url.split('?', 1)[0]
+  for (const [route, api] of GENERATION_ROUTES) if (path === route) return api
+  return undefined
+}
 
 export function parseStage(deps: StageDeps): Stage {
   const { backends, tokens, defaultMaxTokens } = deps
@@ -43,7 +58,14 @@ export function parseStage(deps: StageDeps): Stage {
     }
     r.pool = pool
     t.poolName = pool.name
-    t.generation = GENERATION_ROUTES.some((route) => r.url.startsWith(route))
+    // servers know their own model names, not the gateway's aliases
+    const served = upstreamModel(pool.config, fields.model)
+    if (served !== fields.model) {
+      body.model = served
+      t.servedModel = served
+    }
+    t.api = apiOf(r.url)
+    t.generation = t.api !== undefined
     const size = promptSize(body)
     t.promptChars = size.chars
     t.promptMessages = size.messages
@@ -51,7 +73,8 @@ export function parseStage(deps: StageDeps): Stage {
     t.expectedOutputTokens = t.maxTokens ?? defaultMaxTokens
     const length = Number(r.headers['content-length'])
     t.bodyBytes = Number.isFinite(length) ? length : size.chars
-    if (t.generation && t.stream && !t.clientWantsUsage) {
+    // (a Responses API stream always ends with its usage, in response.completed)
+    if (t.generation && t.api !== 'responses' && t.stream && !t.clientWantsUsage) {
       requestStreamUsage(body)
       t.usageAdded = true
     }

@@ -11,7 +11,7 @@ export type JsonBody = Record<string, unknown>
 export interface RequestFields {
   model: string | undefined
   stream: boolean
-  /** max_completion_tokens, else max_tokens, when a positive integer. */
+  /** max_completion_tokens, else max_tokens, else max_output_tokens (Responses API), when a positive integer. */
   maxTokens: number | undefined
   /** The client itself asked for `stream_options.include_usage`. */
   clientWantsUsage: boolean
@@ -29,7 +29,10 @@ export function readFields(body: JsonBody): RequestFields {
   return {
     model: typeof body.model === 'string' ? body.model : undefined,
     stream: body.stream === true,
-    maxTokens: positiveInt(body.max_completion_tokens) ?? positiveInt(body.max_tokens),
+    maxTokens:
+      positiveInt(body.max_completion_tokens) ??
+      positiveInt(body.max_tokens) ??
+      positiveInt(body.max_output_tokens),
     clientWantsUsage,
     serviceTier: typeof body.service_tier === 'string' ? body.service_tier : undefined,
   }
@@ -49,9 +52,9 @@ export function requestStreamUsage(body: JsonBody): void {
 }
 
 export interface PromptSize {
-  /** Characters of prompt text (message contents, `prompt`, or `input`). */
+  /** Characters of prompt text (message contents, `prompt`, or `input`, and `instructions`). */
   chars: number
-  /** Chat messages (each adds template tokens); 0 for completions. */
+  /** Chat messages, or Responses API input items (each adds template tokens); 0 for completions. */
   messages: number
 }
 
@@ -68,7 +71,18 @@ export function promptSize(body: JsonBody): PromptSize {
     }
     return { chars: n, messages: messages.length }
   }
-  return { chars: promptChars(body), messages: 0 }
+  const input = body.input
+  if (Array.isArray(input) && input.some(isRecord)) {
+    // Responses API: input items ({role, content} messages), and instructions as a system message
+    let n = typeof body.instructions === 'string' ? body.instructions.length : 0
+    for (const item of input) {
+      if (isRecord(item)) n += contentChars(item.content)
+      else if (typeof item === 'string') n += item.length
+    }
+    return { chars: n, messages: input.length + (typeof body.instructions === 'string' ? 1 : 0) }
+  }
+  const instructions = typeof body.instructions === 'string' ? body.instructions.length : 0
+  return { chars: promptChars(body) + instructions, messages: 0 }
 }
 
 function promptChars(body: JsonBody): number {

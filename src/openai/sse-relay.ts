@@ -10,6 +10,7 @@
  */
 import type { Exchange } from '../exchange.js'
 import { isRecord } from '../is-record.js'
+import type { Usage } from '../ticket.js'
 
 const LF = 0x0a
 const CR = 0x0d
@@ -93,6 +94,20 @@ export class SseRelay {
     return Buffer.concat([buf.subarray(0, dropFrom), buf.subarray(dropTo)])
   }
 
+  private onResponsesEvent(type: string, event: Json): void {
+    if (RESPONSES_CONTENT.test(type)) {
+      const delta = event.delta
+      if (typeof delta === 'string' && delta.length > 0) this.exchange.contentToken()
+      return
+    }
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+      const { usage, finishReason } = responsesOutcome(event.response)
+      const t = this.exchange.ticket
+      if (usage !== undefined) t.usage = usage
+      if (finishReason !== undefined) t.finishReason = finishReason
+    }
+  }
+
   /** Records one `data:` payload. Returns true when it is a usage-only chunk. */
   private onData(buf: Buffer, from: number, to: number): boolean {
     if (buf[from] === 0x20) from++
@@ -104,6 +119,10 @@ export class SseRelay {
       return false // not JSON: relayed, not counted
     }
     if (!isRecord(event)) return false
+    if (typeof event.type === 'string') {
+      this.onResponsesEvent(event.type, event)
+      return false
+    }
     const t = this.exchange.ticket
     const usage = event.usage
     if (isRecord(usage) && typeof usage.prompt_tokens === 'number') {
@@ -121,6 +140,32 @@ export class SseRelay {
     if (hasContent(choice)) this.exchange.contentToken()
     return false
   }
+}
+
+/**
+ * Responses API stream events: a `.delta` of output text, reasoning or tool-call arguments
+ * is a token; the final `response.completed` / `response.incomplete` carries the usage and
+ * how it ended. Never dropped: the API always sends its usage.
+ */
+const RESPONSES_CONTENT = /^response\.(output_text|refusal|reasoning_text|reasoning_summary_text|function_call_arguments)\.delta$/
+
+export function responsesOutcome(response: unknown): { usage?: Usage; finishReason?: string } {
+  if (!isRecord(response)) return {}
+  const out: { usage?: Usage; finishReason?: string } = {}
+  const u = response.usage
+  if (isRecord(u) && typeof u.input_tokens === 'number') {
+    out.usage = {
+      promptTokens: u.input_tokens,
+      completionTokens: typeof u.output_tokens === 'number' ? u.output_tokens : 0,
+    }
+  }
+  if (response.status === 'completed') out.finishReason = 'stop'
+  else if (response.status === 'incomplete') {
+    const d = response.incomplete_details
+    const reason = isRecord(d) && typeof d.reason === 'string' ? d.reason : 'incomplete'
+    out.finishReason = reason === 'max_output_tokens' ? 'length' : reason
+  }
+  return out
 }
 
 /** A chunk carries content when it has text, reasoning or a tool call for the client. */

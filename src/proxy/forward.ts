@@ -208,8 +208,8 @@ function gatewayHeaders(t: Ticket, backend: string): OutgoingHttpHeaders {
     out['x-gateway-predicted-ttft-ms'] = String(Math.round(t.predictedTtftMs))
     out['x-gateway-queue-ms'] = String(Math.round(t.queuedMs ?? 0))
     if (t.degraded.length > 0) out['x-gateway-degraded'] = t.degraded.join(',')
-    if (t.servedModel !== undefined) out['x-gateway-model'] = t.servedModel
   }
+  if (t.servedModel !== undefined) out['x-gateway-model'] = t.servedModel
   out['x-gateway-backend'] = backend
   return out
 }

@@ -1,3 +1,4 @@
+import { upstreamModel } from '../../backends/index.js'
 import type { DegradeAction } from './types.js'
 
 /** Sends the request to another model's pool (e.g. a smaller model); the response names the model that served. */
@@ -7,7 +8,7 @@ export const fallbackModel: DegradeAction<{ action: 'fallback_model'; model: str
     if (req.body.model === step.model) return false
     const pool = ctx.route(step.model)
     if (pool === undefined || pool === req.pool) return false
-    req.body.model = step.model
+    req.body.model = upstreamModel(pool.config, step.model)
     req.pool = pool
     return true
   },

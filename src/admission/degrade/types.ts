@@ -10,9 +10,12 @@
 import type { BackendPool } from '../../backends/types.js'
 import type { DegradeStep } from '../../config/schema.js'
 import type { JsonBody } from '../../openai/request-fields.js'
+import type { GenerationApi } from '../../ticket.js'
 
 export interface DegradableRequest {
   body: JsonBody
+  /** The generation API (the Responses API names its output limit max_output_tokens). */
+  readonly api: GenerationApi | undefined
   /** The pool that will serve the request. */
   pool: BackendPool
   /** Tokens of output reserved in the KV cache (max_tokens, or the default). */

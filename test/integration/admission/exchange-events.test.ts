@@ -7,19 +7,11 @@
  * requests that were sent, and afterwards the ledger, the queues, the prefill budget
  * and the in-flight counts are all back at zero.
  */
-import type { AddressInfo } from 'node:net'
-import { Registry } from 'prom-client'
 import { Agent, request } from 'undici'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type AdmissionControl, createAdmission } from '../../../src/admission/index.js'
-import { type BackendsHandle, createBackends } from '../../../src/backends/index.js'
-import { systemClock } from '../../../src/clock.js'
-import { configSchema } from '../../../src/config/schema.js'
 import type { ExchangeObserver } from '../../../src/exchange.js'
-import { buildHttpApps, type HttpApps } from '../../../src/http-apps.js'
-import { createLogger } from '../../../src/logger.js'
-import { TokenEstimator } from '../../../src/openai/token-estimator.js'
 import type { Ticket } from '../../../src/ticket.js'
+import { type AdmissionGateway, startAdmissionGateway } from '../../helpers/admission-gateway.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream, usageEvent } from '../../helpers/upstream.js'
 import { until } from '../backends/wait.js'
 
@@ -112,15 +104,10 @@ function behave(up: FakeUpstream): void {
 }
 
 let up: FakeUpstream | undefined
-let apps: HttpApps | undefined
-let backends: BackendsHandle | undefined
-let admission: AdmissionControl | undefined
+let gw: AdmissionGateway | undefined
 
 afterEach(async () => {
-  admission?.close()
-  await apps?.app.close()
-  await apps?.admin.close()
-  await backends?.close()
+  await gw?.close()
   await up?.close()
 })
 
@@ -128,45 +115,17 @@ describe('exchange events', () => {
   it('fire once each, for 1,000 requests ending every way, and leave every count at zero', async () => {
     up = await startUpstream()
     behave(up)
-    const config = configSchema.parse({
-      server: { port: 0, admin_port: 0, host: '127.0.0.1', admin_host: '127.0.0.1' },
-      upstream: { headers_timeout_ms: 250 },
-      backends: {
-        pools: [
-          {
-            name: 'p',
-            models: ['*'],
-            endpoints: [up.url],
-            scrape_interval_ms: 50,
-            ejection: { consecutive_failures: 1_000_000 }, // keep the endpoint in rotation through the 5xx
-          },
-        ],
-      },
-      // four requests at the endpoint at most: the rest queue in the gateway
-      admission: { max_inflight_per_endpoint: 4 },
-      telemetry: { enabled: false },
-    })
-    backends = createBackends(config, { clock: systemClock, registry: new Registry() })
-    const tokens = new TokenEstimator()
-    admission = createAdmission(config, backends, systemClock, tokens)
-    const adm = admission
-    backends.onChange(() => adm.pumpAll())
     const counter = new CountingObserver()
-    apps = buildHttpApps(config, {
-      clock: systemClock,
-      logger: createLogger('silent'),
-      registry: new Registry(),
-      backends,
-      admission,
-      tokens,
+    gw = await startAdmissionGateway({
+      endpoints: [up.url],
+      pool: { ejection: { consecutive_failures: 1_000_000 } }, // keep the endpoint in rotation through the 5xx
+      // four requests at the endpoint at most: the rest queue in the gateway
+      raw: { upstream: { headers_timeout_ms: 250 }, admission: { max_inflight_per_endpoint: 4 } },
       observers: [counter],
-      recorder: { record() {} },
     })
-    backends.start()
-    await apps.app.listen({ port: 0, host: '127.0.0.1' })
-    const url = `http://127.0.0.1:${(apps.app.server.address() as AddressInfo).port}/v1/chat/completions`
-    const bk = backends
-    await until(() => bk.ready(), 3000, 'endpoint scraped')
+    const { apps, admission, backends } = gw
+    const url = `${gw.url}/v1/chat/completions`
+    expect(backends.ready()).toBe(true)
 
     const random = rng(7)
     const agent = new Agent({ connections: 64 })
@@ -211,8 +170,7 @@ describe('exchange events', () => {
       }),
     )
     await agent.close()
-    const gw = apps
-    await until(() => gw.pipeline.inFlight === 0, 10_000, 'no request in flight')
+    await until(() => apps.pipeline.inFlight === 0, 10_000, 'no request in flight')
 
     // every request that reached the gateway was seen ending, exactly once
     const tickets = [...counter.seen.keys()]

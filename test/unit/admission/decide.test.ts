@@ -126,3 +126,42 @@ describe('admission decision', () => {
     expect(d.kind === 'reject' && d.error.status).toBe(400)
   })
 })
+
+describe('a request that cannot succeed by waiting', () => {
+  it('is refused with ttft_unreachable and x-should-retry: false, and never let in as a probe', () => {
+    const { admission, main, clock, config } = setup()
+    clock.advance(config.admission.probe_interval_ms * 2) // a probe is due
+    const i = input(main, {}, 'strict')
+    i.ticket.promptTokens = 2_000_000 // its prefill alone takes longer than the 500 ms objective
+    const d = admission.decide(i)
+    expect(d.kind).toBe('reject')
+    if (d.kind !== 'reject') return
+    expect(d.error.code).toBe('GW_ERR_TTFT_UNREACHABLE')
+    expect(errorHeaders(d.error)['x-should-retry']).toBe('false')
+    expect(d.error.message).toContain('2000000 prompt tokens')
+    // an ordinary request is still let in as the probe
+    expect(admission.decide(input(main, {}, 'strict')).kind).toBe('admit')
+  })
+
+  it('an objective below the idle TTFT is said at startup and in /admin/state', () => {
+    const config = configSchema.parse({
+      classes: { interactive: { slo: { ttft_ms: 5 } } },
+      admission: { estimator: { step_ms: 20 } },
+      backends: { pools: [{ name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] }] },
+    })
+    const warnings: string[] = []
+    const admission = new Admission(
+      config,
+      fakeBackends(new FakePool('main', ['m'])),
+      new ManualClock(0),
+      undefined,
+      {
+        warn: (_o, msg) => warnings.push(msg ?? ''),
+      },
+    )
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toContain('interactive TTFT objective (5 ms) is below the least TTFT pool main')
+    const state = admission.state() as { pools: { unreachableObjectives: { class: string }[] }[] }
+    expect(state.pools[0]?.unreachableObjectives.map((u) => u.class)).toEqual(['interactive'])
+  })
+})

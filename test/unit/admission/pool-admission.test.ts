@@ -183,3 +183,55 @@ describe('PoolAdmission', () => {
     pa.close()
   })
 })
+
+describe('Retry-After', () => {
+  function oneSlot() {
+    dispatched = []
+    const pool = new FakePool()
+    const clock = new ManualClock()
+    const cfg = configSchema.parse({
+      classes: { interactive: { queue_limit: 1 } },
+      admission: { max_inflight_per_endpoint: 1, estimator: { step_ms: 20 } },
+    })
+    const pa = new PoolAdmission(pool, cfg.classes, cfg.admission, clock)
+    return { pa, clock }
+  }
+
+  it('says when the busy slot is expected to free, not the 1 ms a queue of one drains in', () => {
+    const { pa, clock } = oneSlot()
+    const far = clock.now() + 60_000
+    const run = item('run', 'interactive', 't')
+    run.ticket.expectedOutputTokens = 100
+    place(pa, run, 't', 1, far)
+    expect(run.granted).toBeDefined()
+    run.ticket.dispatchedAt = clock.now()
+    place(pa, item('q1', 'interactive', 't'), 't', 1, far) // fills the queue of one
+    const full = item('q2', 'interactive', 't')
+    place(pa, full, 't', 1, far)
+    expect(full.shedWith?.code).toBe('GW_ERR_QUEUE_FULL')
+    // the running request has ~100 tokens to go at one 20 ms step each
+    expect(full.shedWith?.retryAfterMs).toBeGreaterThanOrEqual(2000)
+    expect(full.shedWith?.retryAfterMs).toBeLessThan(2500)
+    // half its tokens later, half the wait
+    clock.advance(1000)
+    Object.assign(run.ticket, { firstTokenAt: clock.now() - 900, contentChunks: 50 })
+    const later = item('q3', 'interactive', 't')
+    place(pa, later, 't', 1, far)
+    expect(later.shedWith?.retryAfterMs).toBeGreaterThanOrEqual(1000)
+    expect(later.shedWith?.retryAfterMs).toBeLessThan(1300)
+    pa.close()
+  })
+
+  it('is never below one engine step', () => {
+    const { pa, clock } = oneSlot()
+    const far = clock.now() + 60_000
+    const run = item('run', 'interactive', 't')
+    run.ticket.expectedOutputTokens = 0 // about to end
+    place(pa, run, 't', 1, far)
+    place(pa, item('q1', 'interactive', 't'), 't', 1, far)
+    const full = item('q2', 'interactive', 't')
+    place(pa, full, 't', 1, far)
+    expect(full.shedWith?.retryAfterMs).toBeGreaterThanOrEqual(20)
+    pa.close()
+  })
+})

@@ -22,7 +22,11 @@ describe('a failure inside the gateway', () => {
       registry: new Registry(),
       backends: fakeBackends(new FakePool('main', ['m'])),
       admission: broken,
-      recorder: { record: (t) => tickets.push(t) },
+      recorder: {
+        record: (t) => {
+          tickets.push(t)
+        },
+      },
     })
     const res = await apps.app.inject({
       method: 'POST',

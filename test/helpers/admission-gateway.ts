@@ -1,0 +1,79 @@
+/**
+ * A gateway with admission on (real backends and scrapes, no telemetry) in front of given
+ * upstream URLs, on port 0, for tests that need admission but script their own upstream.
+ */
+import type { AddressInfo } from 'node:net'
+import { Registry } from 'prom-client'
+import { type AdmissionControl, createAdmission } from '../../src/admission/index.js'
+import { type BackendsHandle, createBackends } from '../../src/backends/index.js'
+import { systemClock } from '../../src/clock.js'
+import { configSchema } from '../../src/config/schema.js'
+import type { ExchangeObserver } from '../../src/exchange.js'
+import { buildHttpApps, type HttpApps } from '../../src/http-apps.js'
+import { createLogger } from '../../src/logger.js'
+import { TokenEstimator } from '../../src/openai/token-estimator.js'
+import type { Ticket } from '../../src/ticket.js'
+import { sleep } from './upstream.js'
+
+export interface AdmissionGateway {
+  readonly apps: HttpApps
+  readonly backends: BackendsHandle
+  readonly admission: AdmissionControl
+  readonly url: string
+  /** Every ticket, as accounting saw it end. */
+  readonly tickets: Ticket[]
+  close(): Promise<void>
+}
+
+export async function startAdmissionGateway(opts: {
+  endpoints: readonly string[]
+  /** Extra keys of the pool. */
+  pool?: Record<string, unknown>
+  /** Extra config (classes, admission, upstream, ...). */
+  raw?: Record<string, unknown>
+  observers?: readonly ExchangeObserver[]
+}): Promise<AdmissionGateway> {
+  const config = configSchema.parse({
+    ...opts.raw,
+    server: { port: 0, admin_port: 0, host: '127.0.0.1', admin_host: '127.0.0.1' },
+    backends: {
+      pools: [{ name: 'p', models: ['*'], endpoints: opts.endpoints, scrape_interval_ms: 50, ...opts.pool }],
+    },
+    telemetry: { enabled: false },
+  })
+  const backends = createBackends(config, { clock: systemClock, registry: new Registry() })
+  const tokens = new TokenEstimator()
+  const admission = createAdmission(config, backends, systemClock, tokens)
+  backends.onChange(() => admission.pumpAll())
+  const tickets: Ticket[] = []
+  const apps = buildHttpApps(config, {
+    clock: systemClock,
+    logger: createLogger('silent'),
+    registry: new Registry(),
+    backends,
+    admission,
+    tokens,
+    observers: opts.observers ?? [],
+    recorder: {
+      record: (t) => {
+        tickets.push(t)
+      },
+    },
+  })
+  backends.start()
+  await apps.app.listen({ port: 0, host: '127.0.0.1' })
+  for (let i = 0; i < 150 && !backends.ready(); i++) await sleep(20)
+  return {
+    apps,
+    backends,
+    admission,
+    tickets,
+    url: `http://127.0.0.1:${(apps.app.server.address() as AddressInfo).port}`,
+    close: async () => {
+      admission.close()
+      await apps.app.close()
+      await apps.admin.close()
+      await backends.close()
+    },
+  }
+}
