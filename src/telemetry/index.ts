@@ -16,4 +16,13 @@ export {
   type TelemetryDeps,
   type TelemetryLogger,
 } from './telemetry.js'
-export { type Measurement, measure, type SloName, type Verdict, verdictOf } from './verdict.js'
+export {
+  asVerdict,
+  isClientErrorStatus,
+  type Measurement,
+  measure,
+  nonStreamedE2eObjectiveS,
+  type SloName,
+  type Verdict,
+  verdictOf,
+} from './verdict.js'

@@ -12,6 +12,8 @@ export const KNOWN_REASONS = Object.values(ERRORS).flatMap((d: ErrorDef) =>
 export const KNOWN_ACTIONS = degradeActionNames
 export const KNOWN_KINDS = [
   'upstream_4xx',
+  'upstream_408',
+  'upstream_429',
   'upstream_5xx',
   'upstream_unreachable',
   'upstream_reset',

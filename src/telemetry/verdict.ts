@@ -7,8 +7,19 @@
  * - TPOT: (E2E - TTFT) / (output tokens - 1), only for responses of more than one token.
  * - Output tokens: `usage.completionTokens` when the upstream reported usage, else the
  *   number of content chunks relayed.
- * Non-streamed responses: only E2E is measured; for the verdict TTFT = E2E, and TPOT is
- * not judged (there is no first-token time to take it from).
+ * Non-streamed responses: only E2E is measured (the client sees nothing before the whole
+ * answer, so there is no first token to time). They are judged on E2E alone, against an
+ * E2E objective derived from the class's objectives: TTFT objective + TPOT objective x
+ * (output tokens - 1) when the class sets both, capped by the class's own E2E objective
+ * when it sets one; only the E2E objective when it lacks TTFT or TPOT; good when it
+ * succeeded and the class sets neither. A miss counts as `e2e`. (Not TTFT = E2E: that
+ * fails a long answer that was generated as fast as a streamed one.)
+ *
+ * Client errors: an upstream 4xx relayed as is (the model server refused the client's
+ * input: a prompt over the context length, an unknown parameter) is the client's fault,
+ * as the gateway's own `invalid` 4xx: not offered load, not counted against attainment
+ * or availability. Except 408 (the server timed out) and 429 (the server is over
+ * capacity), which are the service's: errors, kinds `upstream_408` and `upstream_429`.
  *
  * Latencies are compared in seconds, computed exactly as the histograms observe them, so
  * that "met" here is the same predicate as `le` in the histogram (`value <= edge`).
@@ -25,17 +36,19 @@ export type Verdict =
   | { readonly kind: 'missed'; readonly missed: readonly SloName[] }
   /** Refused by the gateway (capacity, quota, draining). */
   | { readonly kind: 'rejected'; readonly reason: string }
-  /** Transport failure, upstream error status, or a gateway failure. */
+  /** Transport failure, upstream 5xx/408/429, or a gateway failure. */
   | { readonly kind: 'failed'; readonly errorKind: string }
+  /** The upstream refused the client's input (4xx other than 408 and 429), relayed as is. */
+  | { readonly kind: 'client_error'; readonly status: number }
   | { readonly kind: 'cancelled' }
   | { readonly kind: 'invalid' }
 
 /** What one finished request measured, in seconds and tokens. */
 export interface Measurement {
+  /** The response was streamed (TTFT and TPOT are judged only then). */
+  readonly streamed: boolean
   /** True TTFT: streamed requests with a first content token only. */
   readonly ttftS: number | undefined
-  /** TTFT used for the verdict: `ttftS`, else E2E. */
-  readonly verdictTtftS: number | undefined
   readonly tpotS: number | undefined
   readonly e2eS: number | undefined
   readonly promptTokens: number
@@ -67,8 +80,8 @@ export function measure(ticket: Ticket): Measurement {
     tpotS = Math.max(0, e2eS - ttftS) / (outputTokens - 1)
   }
   return {
+    streamed: ticket.stream,
     ttftS,
-    verdictTtftS: ttftS ?? e2eS,
     tpotS,
     e2eS,
     promptTokens: promptTokensOf(ticket),
@@ -108,16 +121,47 @@ export function rejectReasonOf(ticket: Ticket): string {
  * `upstream_unreachable`, `upstream_reset`, `upstream_stream_failed`, `internal`, ...).
  */
 export function errorKindOf(ticket: Ticket): string {
-  if (ticket.outcome === 'upstream_error') return ticket.status >= 500 ? 'upstream_5xx' : 'upstream_4xx'
+  if (ticket.outcome === 'upstream_error') {
+    const status = ticket.status
+    if (status >= 500) return 'upstream_5xx'
+    if (status === 408) return 'upstream_408'
+    if (status === 429) return 'upstream_429'
+    return CLIENT_ERROR_KIND
+  }
   if (ticket.outcome === 'pending') return 'unfinished'
   const code = ticket.errorCode
   if (code === undefined) return 'unknown'
   return sanitizeLabel(code.startsWith(GW_ERR) ? code.slice(GW_ERR.length) : code)
 }
 
+/** The error kind of a client error: an upstream 4xx on the client's input. */
+export const CLIENT_ERROR_KIND = 'upstream_4xx'
+
 /** Whether an error kind is the service's fault (counts against availability). */
 export function isServerErrorKind(kind: string): boolean {
-  return kind !== 'upstream_4xx'
+  return kind !== CLIENT_ERROR_KIND
+}
+
+/**
+ * Whether an upstream error status is the client's fault (its input): 4xx except 408
+ * (Request Timeout: the server's timeout) and 429 (Too Many Requests: its capacity).
+ */
+export function isClientErrorStatus(status: number): boolean {
+  return status >= 400 && status <= 499 && status !== 408 && status !== 429
+}
+
+type Slo = ClassConfig['slo']
+
+/**
+ * The E2E objective (seconds) a non-streamed response of `outputTokens` is judged on:
+ * TTFT + TPOT x (output tokens - 1) when the class sets both (capped by its E2E objective
+ * when it sets one), else its E2E objective, else none (undefined: good when it succeeded).
+ */
+export function nonStreamedE2eObjectiveS(slo: Slo, outputTokens: number): number | undefined {
+  const own = slo.e2e_ms === undefined ? undefined : slo.e2e_ms / 1000
+  if (slo.ttft_ms === undefined || slo.tpot_ms === undefined) return own
+  const derived = (slo.ttft_ms + slo.tpot_ms * Math.max(0, outputTokens - 1)) / 1000
+  return own === undefined ? derived : Math.min(own, derived)
 }
 
 /** Judge a measured, successful request against its class's SLOs. */
@@ -126,8 +170,13 @@ export function judge(m: Measurement, cls: SloConfig | undefined): Verdict {
   if (slo === undefined) return GOOD
   const missed: SloName[] = []
   // An unmeasured latency cannot be claimed to meet an SLO (except TPOT, which is
-  // undefined for one-token and non-streamed responses by definition).
-  if (slo.ttft_ms !== undefined && !(m.verdictTtftS !== undefined && m.verdictTtftS <= slo.ttft_ms / 1000)) {
+  // undefined for one-token responses by definition).
+  if (!m.streamed) {
+    const objective = nonStreamedE2eObjectiveS(slo, m.outputTokens)
+    if (objective !== undefined && !(m.e2eS !== undefined && m.e2eS <= objective)) missed.push('e2e')
+    return missed.length === 0 ? GOOD : { kind: 'missed', missed }
+  }
+  if (slo.ttft_ms !== undefined && !(m.ttftS !== undefined && m.ttftS <= slo.ttft_ms / 1000)) {
     missed.push('ttft')
   }
   if (slo.tpot_ms !== undefined && m.tpotS !== undefined && m.tpotS > slo.tpot_ms / 1000) missed.push('tpot')
@@ -159,9 +208,28 @@ export function verdictWith(
       return CANCELLED
     case 'invalid':
       return INVALID
-    case 'failed':
     case 'upstream_error':
+      if (isClientErrorStatus(ticket.status)) return { kind: 'client_error', status: ticket.status }
+      return { kind: 'failed', errorKind: errorKindOf(ticket) }
+    case 'failed':
     case 'pending':
       return { kind: 'failed', errorKind: errorKindOf(ticket) }
   }
+}
+
+const VERDICT_KINDS: ReadonlySet<unknown> = new Set<Verdict['kind']>([
+  'good',
+  'missed',
+  'rejected',
+  'failed',
+  'client_error',
+  'cancelled',
+  'invalid',
+])
+
+/** `x` when it is a Verdict (what a recorder returned), else undefined. */
+export function asVerdict(x: unknown): Verdict | undefined {
+  return typeof x === 'object' && x !== null && VERDICT_KINDS.has((x as { kind?: unknown }).kind)
+    ? (x as Verdict)
+    : undefined
 }

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { measure, verdictOf } from '../../../src/telemetry/index.js'
+import {
+  isClientErrorStatus,
+  measure,
+  nonStreamedE2eObjectiveS,
+  verdictOf,
+} from '../../../src/telemetry/index.js'
 import { ticket } from './fixtures.js'
 
 const interactive = { slo: { ttft_ms: 500, tpot_ms: 50 } }
@@ -27,13 +32,14 @@ describe('measure (vLLM bench serve definitions)', () => {
     expect(measure(ticket(0, { ttft: 100, e2e: 100, chunks: 1 })).tpotS).toBeUndefined()
   })
 
-  it('non-streamed: no TTFT and no TPOT measured; the verdict uses TTFT = E2E', () => {
+  it('non-streamed: no TTFT and no TPOT measured, only E2E', () => {
     const m = measure(
       ticket(0, { stream: false, e2e: 800, usage: { promptTokens: 10, completionTokens: 100 } }),
     )
+    expect(m.streamed).toBe(false)
     expect(m.ttftS).toBeUndefined()
     expect(m.tpotS).toBeUndefined()
-    expect(m.verdictTtftS).toBe(0.8)
+    expect(m.e2eS).toBe(0.8)
   })
 })
 
@@ -57,11 +63,47 @@ describe('verdictOf', () => {
     })
   })
 
-  it('judges a non-streamed request with TTFT = E2E and no TPOT', () => {
-    const fast = ticket(0, { stream: false, e2e: 400, usage: { promptTokens: 1, completionTokens: 300 } })
-    expect(verdictOf(fast, interactive)).toEqual({ kind: 'good' })
-    const slow = ticket(0, { stream: false, e2e: 700, usage: { promptTokens: 1, completionTokens: 2 } })
-    expect(verdictOf(slow, interactive)).toEqual({ kind: 'missed', missed: ['ttft'] })
+  describe('non-streamed: E2E against TTFT + TPOT x (output tokens - 1), not TTFT = E2E', () => {
+    const usage = (completionTokens: number) => ({ promptTokens: 1, completionTokens })
+    const nonStreamed = (e2e: number, tokens: number) =>
+      ticket(0, { stream: false, e2e, usage: usage(tokens) })
+
+    it('is good when the whole answer took no longer than a streamed one may (2 s <= 0.5 + 0.05 x 99 s)', () => {
+      expect(nonStreamedE2eObjectiveS(interactive.slo, 100)).toBeCloseTo(5.45, 12)
+      expect(verdictOf(nonStreamed(2_000, 100), interactive)).toEqual({ kind: 'good' })
+      // the objective itself is met (<=), as a histogram's `le`
+      expect(verdictOf(nonStreamed(5_450, 100), interactive)).toEqual({ kind: 'good' })
+    })
+
+    it('misses `e2e` (never `ttft`) when it took longer', () => {
+      expect(verdictOf(nonStreamed(5_451, 100), interactive)).toEqual({ kind: 'missed', missed: ['e2e'] })
+      // one token: the TTFT objective alone
+      expect(verdictOf(nonStreamed(500, 1), interactive)).toEqual({ kind: 'good' })
+      expect(verdictOf(nonStreamed(501, 1), interactive)).toEqual({ kind: 'missed', missed: ['e2e'] })
+    })
+
+    it("is capped by the class's own E2E objective", () => {
+      // all: ttft 500, tpot 50, e2e 5 s; 300 tokens derive 15.45 s, the class allows 5 s
+      expect(nonStreamedE2eObjectiveS(all.slo, 300)).toBe(5)
+      expect(verdictOf(nonStreamed(5_001, 300), all)).toEqual({ kind: 'missed', missed: ['e2e'] })
+      expect(verdictOf(nonStreamed(4_000, 300), all)).toEqual({ kind: 'good' })
+    })
+
+    it('uses the E2E objective alone without TTFT and TPOT, and is good with neither', () => {
+      const batch = { slo: { e2e_ms: 1_800_000 } }
+      expect(verdictOf(nonStreamed(60_000, 500), batch)).toEqual({ kind: 'good' })
+      expect(verdictOf(nonStreamed(1_800_001, 500), batch)).toEqual({ kind: 'missed', missed: ['e2e'] })
+      const ttftOnly = { slo: { ttft_ms: 500 } }
+      expect(nonStreamedE2eObjectiveS(ttftOnly.slo, 10)).toBeUndefined()
+      expect(verdictOf(nonStreamed(9_000, 10), ttftOnly)).toEqual({ kind: 'good' })
+    })
+
+    it('a streamed request is still judged on its TTFT', () => {
+      expect(verdictOf(ticket(0, { ttft: 600, e2e: 2_000, chunks: 100 }), interactive)).toEqual({
+        kind: 'missed',
+        missed: ['ttft'],
+      })
+    })
   })
 
   it('counts an unmeasured latency as missed, never as met', () => {
@@ -108,11 +150,28 @@ describe('verdictOf', () => {
       kind: 'failed',
       errorKind: 'upstream_5xx',
     })
-    expect(v({ outcome: 'upstream_error', status: 400 })).toEqual({
+    // 408 and 429 are the server's timeout and capacity: errors, with their own kinds
+    expect(v({ outcome: 'upstream_error', status: 429 })).toEqual({
       kind: 'failed',
-      errorKind: 'upstream_4xx',
+      errorKind: 'upstream_429',
+    })
+    expect(v({ outcome: 'upstream_error', status: 408 })).toEqual({
+      kind: 'failed',
+      errorKind: 'upstream_408',
     })
     expect(v({ outcome: 'pending' })).toEqual({ kind: 'failed', errorKind: 'unfinished' })
+  })
+
+  it("client_error for the server's 4xx on the client's input (not 408, not 429)", () => {
+    const v = (status: number) => verdictOf(ticket(0, { outcome: 'upstream_error', status }), interactive)
+    expect(v(400)).toEqual({ kind: 'client_error', status: 400 })
+    expect(v(404)).toEqual({ kind: 'client_error', status: 404 })
+    expect(v(422)).toEqual({ kind: 'client_error', status: 422 })
+    expect(v(499)).toEqual({ kind: 'client_error', status: 499 })
+    expect(isClientErrorStatus(408)).toBe(false)
+    expect(isClientErrorStatus(429)).toBe(false)
+    expect(isClientErrorStatus(500)).toBe(false)
+    expect(isClientErrorStatus(399)).toBe(false)
   })
 
   it('cancelled and invalid', () => {
