@@ -61,6 +61,11 @@ export function createMetrics(config: GatewayConfig, registry: Registry, onColle
       'Successful requests that missed an SLO of their class, per SLO missed (slo=ttft|tpot|e2e).',
       [...CM, 'slo'],
     ),
+    missedRequests: counter(
+      METRICS.missedRequests,
+      'Successful requests that missed at least one SLO of their class (once per request; by SLO: slo_missed_total).',
+      CMT,
+    ),
     rejected: counter(
       METRICS.rejected,
       'Requests refused by the gateway (capacity, quota, draining), by reason.',
@@ -77,7 +82,7 @@ export function createMetrics(config: GatewayConfig, registry: Registry, onColle
     ),
     errors: counter(
       METRICS.errors,
-      'Admitted requests that failed, by kind (upstream_4xx, upstream_5xx, upstream_timeout, ...).',
+      'Admitted requests that failed, by kind (upstream_5xx, upstream_429, upstream_timeout, ...); kind=upstream_4xx: client errors, the upstream refused the input.',
       [...CM, 'kind'],
     ),
     tokens: counter(METRICS.tokens, 'Tokens processed by the model servers, by kind (prompt, completion).', [

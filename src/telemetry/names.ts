@@ -9,6 +9,7 @@ export const METRICS = {
   goodRequests: 'slo_gateway_good_requests_total',
   goodTokens: 'slo_gateway_good_tokens_total',
   sloMissed: 'slo_gateway_slo_missed_total',
+  missedRequests: 'slo_gateway_missed_requests_total',
   rejected: 'slo_gateway_rejected_total',
   degraded: 'slo_gateway_degraded_total',
   degradedRequests: 'slo_gateway_degraded_requests_total',

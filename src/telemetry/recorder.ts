@@ -21,7 +21,14 @@ import type { Metrics } from './metrics.js'
 import type { RollingWindows } from './rolling-windows.js'
 import { SeriesCache } from './series-cache.js'
 import type { TenantLabels } from './tenant-labels.js'
-import { isServerErrorKind, measure, sanitizeLabel, verdictWith } from './verdict.js'
+import {
+  CLIENT_ERROR_KIND,
+  isServerErrorKind,
+  measure,
+  sanitizeLabel,
+  type Verdict,
+  verdictWith,
+} from './verdict.js'
 
 const ACTION_DETAIL = /[:=(]/
 /** The model label of a request that named none (e.g. invalid JSON). */
@@ -41,6 +48,7 @@ interface TenantSeries {
   completion: Inc | undefined
   good: Inc | undefined
   goodTokens: Inc | undefined
+  missed: Inc | undefined
 }
 
 /** The latency histograms' children of one (class, model, prompt_len, output_len). */
@@ -78,6 +86,7 @@ export class Recorder {
   private readonly good: SeriesCache<string, Inc>
   private readonly goodTokens: SeriesCache<string, Inc>
   private readonly missed: SeriesCache<string, Inc>
+  private readonly missedRequests: SeriesCache<string, Inc>
   private readonly rejected: SeriesCache<string, Inc>
   private readonly degraded: SeriesCache<string, Inc>
   private readonly degradedRequests: SeriesCache<string, Inc>
@@ -122,6 +131,7 @@ export class Recorder {
     this.good = new SeriesCache(m.goodRequests, cmt)
     this.goodTokens = new SeriesCache(m.goodTokens, cmt)
     this.missed = new SeriesCache(m.sloMissed, [...cm, 'slo'])
+    this.missedRequests = new SeriesCache(m.missedRequests, cmt)
     this.rejected = new SeriesCache(m.rejected, [...cmt, 'reason'])
     this.degraded = new SeriesCache(m.degraded, [...cm, 'action'])
     this.degradedRequests = new SeriesCache(m.degradedRequests, cm)
@@ -138,7 +148,8 @@ export class Recorder {
     this.httpDuration = new SeriesCache(m.httpDuration, ['route', 'method'])
   }
 
-  record(t: Ticket, now: number): void {
+  /** Count one finished request; returns its verdict (for the request's log line). */
+  record(t: Ticket, now: number): Verdict {
     const cls = this.classLabel.value(t.class)
     const model = this.modelLabel.value(t.model ?? NO_MODEL)
     const tenant = this.tenants.observe(t.tenant, now)
@@ -178,7 +189,13 @@ export class Recorder {
         perTenant.goodTokens.inc(completion)
         break
       case 'missed':
+        if (perTenant.missed === undefined) perTenant.missed = this.missedRequests.get3(cls, model, tenant)
+        perTenant.missed.inc()
         for (const slo of verdict.missed) this.missed.get3(cls, model, slo).inc()
+        break
+      case 'client_error':
+        // Counted apart (errors_total{kind="upstream_4xx"}), never against availability.
+        this.errors.get3(cls, model, CLIENT_ERROR_KIND).inc()
         break
       case 'rejected':
         this.rejected.get4(cls, model, tenant, this.reasonLabel.value(verdict.reason)).inc()
@@ -193,7 +210,9 @@ export class Recorder {
         break
     }
 
-    const admitted = verdict.kind !== 'rejected' && verdict.kind !== 'invalid'
+    // Client errors are not offered load (as invalid requests): not counted as degraded.
+    const admitted =
+      verdict.kind !== 'rejected' && verdict.kind !== 'invalid' && verdict.kind !== 'client_error'
     const degraded = admitted && t.degraded.length > 0
     if (degraded) {
       this.degradedRequests.get2(cls, model).inc()
@@ -250,6 +269,7 @@ export class Recorder {
       outputTokens: completion,
       tokens: prompt + completion,
     })
+    return verdict
   }
 
   /** One HTTP request on any route (`route` is the route pattern, not the raw URL). */
@@ -288,6 +308,7 @@ export class Recorder {
         completion: undefined,
         good: undefined,
         goodTokens: undefined,
+        missed: undefined,
       }
       byTenant.set(tenant, s)
     }
@@ -312,11 +333,16 @@ export class Recorder {
   evict(tenants: readonly string[]): void {
     // Cached children of evicted series would bring them back: look everything up afresh.
     this.tenantSeries.clear()
-    for (const t of tenants) {
-      for (const c of [this.requests, this.good, this.goodTokens, this.rejected, this.tokens, this.costs]) {
-        c.removeWhere('tenant', t)
-      }
-    }
+    const caches = [
+      this.requests,
+      this.good,
+      this.goodTokens,
+      this.missedRequests,
+      this.rejected,
+      this.tokens,
+      this.costs,
+    ]
+    for (const t of tenants) for (const c of caches) c.removeWhere('tenant', t)
   }
 }
 

@@ -4,10 +4,17 @@
  * and two fixed-size quantile sketches (TTFT, TPOT). A window is the slots of the last
  * 1 or 5 minutes including the current, partial one; rates divide by the time those slots
  * actually cover (never more than since the windows were created).
+ *
+ * Every request lands in exactly one count, so the window adds up:
+ *   requests = offered + clientErrors + invalid
+ *   offered  = good + missed + rejected + errors + cancelled
+ *   admitted = offered - rejected
+ * Client errors (the model server's 4xx on the client's input) and invalid requests (the
+ * gateway's own 4xx) are not offered load: they count in `requests`, not in attainment.
  */
 
 import { Sketch } from './sketch.js'
-import type { Verdict } from './verdict.js'
+import type { SloName, Verdict } from './verdict.js'
 
 export const SLOT_MS = 5_000
 const SLOTS = 60
@@ -29,10 +36,16 @@ export interface WindowSample {
 
 class Slot {
   index = -1
+  invalid = 0
+  clientErrors = 0
   offered = 0
   admitted = 0
   good = 0
   goodTokens = 0
+  missed = 0
+  missedTtft = 0
+  missedTpot = 0
+  missedE2e = 0
   outputTokens = 0
   tokens = 0
   rejected = 0
@@ -46,10 +59,16 @@ class Slot {
 
   reset(index: number): void {
     this.index = index
+    this.invalid = 0
+    this.clientErrors = 0
     this.offered = 0
     this.admitted = 0
     this.good = 0
     this.goodTokens = 0
+    this.missed = 0
+    this.missedTtft = 0
+    this.missedTpot = 0
+    this.missedE2e = 0
     this.outputTokens = 0
     this.tokens = 0
     this.rejected = 0
@@ -72,11 +91,24 @@ export interface Quantiles {
 export interface WindowStats {
   /** Seconds the window actually covers. */
   readonly spanS: number
+  /** Every request that finished: offered + clientErrors + invalid. */
+  readonly requests: number
+  /** Bad input refused by the gateway itself (its own 4xx): not offered load. */
+  readonly invalid: number
+  /** The model server's 4xx on the client's input (not 408/429): not offered load. */
+  readonly clientErrors: number
+  /** good + missed + rejected + errors + cancelled. */
   readonly offered: number
+  /** offered - rejected. */
   readonly admitted: number
   readonly good: number
+  /** Succeeded but missed at least one objective of the class. */
+  readonly missed: number
+  /** Missed requests by objective (a request can miss several: these may sum above `missed`). */
+  readonly missedBy: Readonly<Record<SloName, number>>
   readonly rejected: number
   readonly degraded: number
+  /** Failures that are the service's fault (transport, upstream 5xx/408/429, gateway). */
   readonly errors: number
   readonly cancelled: number
   readonly offeredRps: number
@@ -86,7 +118,7 @@ export interface WindowStats {
   readonly goodputTokensPerS: number
   /** All output tokens per second (raw throughput, for comparison). */
   readonly throughputTokensPerS: number
-  /** good / offered (rejections, errors and cancellations count as misses). */
+  /** good / offered (missed, rejections, errors and cancellations count against it; client errors and invalid do not). */
   readonly attainment: number | null
   /** good / admitted. */
   readonly attainmentAdmitted: number | null
@@ -134,7 +166,14 @@ export class ClassWindows {
     const v = x.verdict
     s.tokens += x.tokens
     s.outputTokens += x.outputTokens
-    if (v.kind === 'invalid') return
+    if (v.kind === 'invalid') {
+      s.invalid++
+      return
+    }
+    if (v.kind === 'client_error') {
+      s.clientErrors++
+      return
+    }
     s.offered++
     if (v.kind === 'rejected') {
       s.rejected++
@@ -148,6 +187,13 @@ export class ClassWindows {
     if (v.kind === 'good') {
       s.good++
       s.goodTokens += x.outputTokens
+    } else if (v.kind === 'missed') {
+      s.missed++
+      for (const slo of v.missed) {
+        if (slo === 'ttft') s.missedTtft++
+        else if (slo === 'tpot') s.missedTpot++
+        else s.missedE2e++
+      }
     }
     if (x.ttftS !== undefined) s.ttft.add(x.ttftS * 1000)
     if (x.tpotS !== undefined) s.tpot.add(x.tpotS * 1000)
@@ -164,11 +210,18 @@ export class ClassWindows {
     const spanS = Math.max(0, now - Math.max(oldest * SLOT_MS, this.createdAt)) / 1000
     const t = { offered: 0, admitted: 0, good: 0, goodTokens: 0, outputTokens: 0, tokens: 0 }
     const u = { rejected: 0, degraded: 0, errors: 0, cancelled: 0, cost: 0 }
+    const x = { invalid: 0, clientErrors: 0, missed: 0, ttft: 0, tpot: 0, e2e: 0 }
     const byReason: Record<string, number> = {}
     this.scratchTtft.clear()
     this.scratchTpot.clear()
     for (const s of this.slots) {
       if (s.index < oldest || s.index > current) continue
+      x.invalid += s.invalid
+      x.clientErrors += s.clientErrors
+      x.missed += s.missed
+      x.ttft += s.missedTtft
+      x.tpot += s.missedTpot
+      x.e2e += s.missedE2e
       t.offered += s.offered
       t.admitted += s.admitted
       t.good += s.good
@@ -192,9 +245,14 @@ export class ClassWindows {
     })
     return {
       spanS,
+      requests: t.offered + x.clientErrors + x.invalid,
+      invalid: x.invalid,
+      clientErrors: x.clientErrors,
       offered: t.offered,
       admitted: t.admitted,
       good: t.good,
+      missed: x.missed,
+      missedBy: { ttft: x.ttft, tpot: x.tpot, e2e: x.e2e },
       rejected: u.rejected,
       degraded: u.degraded,
       errors: u.errors,

@@ -9,6 +9,9 @@ export interface SummaryLine {
   readonly class: string
   readonly window: '1m'
   readonly offered: number
+  readonly good: number
+  readonly missed: number
+  readonly client_errors: number
   readonly goodput_rps: number
   readonly goodput_tps: number
   readonly attainment: number | null
@@ -32,6 +35,9 @@ export function summaryLines(windows: RollingWindows, now: number): SummaryLine[
       class: cls,
       window: '1m',
       offered: s.offered,
+      good: s.good,
+      missed: s.missed,
+      client_errors: s.clientErrors,
       goodput_rps: r3(s.goodputRps) ?? 0,
       goodput_tps: r3(s.goodputTokensPerS) ?? 0,
       attainment: r3(s.attainment),

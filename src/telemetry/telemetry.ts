@@ -15,6 +15,7 @@ import { Recorder } from './recorder.js'
 import { RollingWindows } from './rolling-windows.js'
 import { summaryLines } from './summary.js'
 import { TenantLabels } from './tenant-labels.js'
+import type { Verdict } from './verdict.js'
 
 export interface QueueSample {
   readonly class: string
@@ -37,8 +38,8 @@ export interface TelemetryDeps {
 }
 
 export interface Telemetry {
-  /** Once per request when it ends, whatever the outcome. */
-  record(ticket: Ticket): void
+  /** Once per request when it ends, whatever the outcome; returns the request's verdict. */
+  record(ticket: Ticket): Verdict
   /** One HTTP request on any public route (called by the accounting observer when the exchange ends), `route` being the route pattern. */
   observeHttp(route: string, method: string, status: number, durationSeconds: number): void
   /** Queue depth / in-flight per class and pool, read at scrape time. */

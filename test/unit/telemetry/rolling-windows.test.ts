@@ -81,6 +81,74 @@ describe('rolling windows per class', () => {
     telemetry.close()
   })
 
+  it("adds up: the issue's window (8 server 4xx on bad input, 2 slow non-streamed) is all explained", () => {
+    const { telemetry, clock } = setup()
+    const at = clock.now() - 10_000
+    const usage = { promptTokens: 20, completionTokens: 100 }
+    for (let i = 0; i < 6; i++) telemetry.record(ticket(at, { ttft: 100, e2e: 600, chunks: 11 }))
+    for (let i = 0; i < 8; i++)
+      telemetry.record(ticket(at, { outcome: 'upstream_error', status: 400, e2e: 20 }))
+    // 2 s for 100 tokens: over the 500 ms TTFT objective, within 0.5 + 0.05 x 99 = 5.45 s
+    for (let i = 0; i < 2; i++) telemetry.record(ticket(at, { stream: false, e2e: 2_000, usage }))
+    const m1 = (telemetry.state() as State).windows.interactive!['1m']
+    expect(m1).toMatchObject({
+      requests: 16,
+      clientErrors: 8,
+      invalid: 0,
+      offered: 8,
+      admitted: 8,
+      good: 8,
+      missed: 0,
+      errors: 0,
+      rejected: 0,
+      cancelled: 0,
+      attainment: 1,
+      attainmentAdmitted: 1,
+      errorRate: 0,
+    })
+    telemetry.close()
+  })
+
+  it('counts missed (by objective) and client errors apart, so every count adds up', () => {
+    const { telemetry, clock } = setup()
+    const at = clock.now() - 10_000
+    const add = (n: number, spec: Parameters<typeof ticket>[1]) => {
+      for (let i = 0; i < n; i++) telemetry.record(ticket(at, spec))
+    }
+    add(5, { ttft: 100, e2e: 300, chunks: 11 }) // good
+    add(3, { ttft: 900, e2e: 1_100, chunks: 11 }) // ttft
+    add(2, { ttft: 900, e2e: 9_000, chunks: 11 }) // ttft + tpot
+    add(1, { stream: false, e2e: 9_000, usage: { promptTokens: 1, completionTokens: 10 } }) // e2e (0.95 s allowed)
+    add(4, { outcome: 'rejected', errorCode: 'queue_full' })
+    add(2, { outcome: 'upstream_error', status: 503, e2e: 10 })
+    add(1, { outcome: 'upstream_error', status: 429, e2e: 10 }) // the server's capacity: an error
+    add(1, { outcome: 'failed', errorCode: 'GW_ERR_UPSTREAM_RESET' })
+    add(2, { outcome: 'cancelled', status: 200, ttft: 100, chunks: 2 })
+    add(3, { outcome: 'upstream_error', status: 413, e2e: 10 }) // client errors
+    add(1, { outcome: 'upstream_error', status: 400, e2e: 10 })
+    add(2, { outcome: 'invalid', errorCode: 'GW_ERR_INVALID_JSON' })
+    const m1 = (telemetry.state() as State).windows.interactive!['1m']
+    expect(m1).toMatchObject({
+      requests: 27,
+      invalid: 2,
+      clientErrors: 4,
+      offered: 21,
+      admitted: 17,
+      good: 5,
+      missed: 6,
+      missedBy: { ttft: 5, tpot: 2, e2e: 1 },
+      rejected: 4,
+      errors: 4,
+      cancelled: 2,
+    })
+    expect(m1.requests).toBe(m1.offered + m1.clientErrors + m1.invalid)
+    expect(m1.offered).toBe(m1.good + m1.missed + m1.rejected + m1.errors + m1.cancelled)
+    expect(m1.admitted).toBe(m1.offered - m1.rejected)
+    expect(m1.attainment).toBeCloseTo(5 / 21, 12)
+    expect(m1.errorRate).toBeCloseTo(4 / 17, 12)
+    telemetry.close()
+  })
+
   it('does not count invalid requests as offered', () => {
     const windows = new RollingWindows(0, ['interactive'])
     windows.of('interactive').record(1, {
@@ -92,7 +160,10 @@ describe('rolling windows per class', () => {
       outputTokens: 0,
       tokens: 0,
     })
-    expect(windows.snapshot(2).interactive!['1m'].offered).toBe(0)
+    const m1 = windows.snapshot(2).interactive!['1m']
+    expect(m1.offered).toBe(0)
+    expect(m1.invalid).toBe(1)
+    expect(m1.requests).toBe(1)
   })
 
   it('logs one summary line per class every summary_interval_ms (timer unref-ed, stopped by close)', () => {
@@ -102,7 +173,15 @@ describe('rolling windows per class', () => {
       telemetry.record(ticket(999_000, { ttft: 100, e2e: 300, chunks: 11 }))
       vi.advanceTimersByTime(60_000)
       expect(lines).toHaveLength(2) // interactive, batch
-      expect(lines[0]).toMatchObject({ class: 'interactive', window: '1m', offered: 1, attainment: 1 })
+      expect(lines[0]).toMatchObject({
+        class: 'interactive',
+        window: '1m',
+        offered: 1,
+        good: 1,
+        missed: 0,
+        client_errors: 0,
+        attainment: 1,
+      })
       telemetry.close()
       vi.advanceTimersByTime(120_000)
       expect(lines).toHaveLength(2)

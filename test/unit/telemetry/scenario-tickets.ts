@@ -1,6 +1,6 @@
 /**
  * The deterministic scenario of constructed tickets used by the scenario test and the
- * promtool metrics check: 36 requests of every outcome, verdict, reason and kind.
+ * promtool metrics check: 40 requests of every outcome, verdict, reason and kind.
  */
 import type { Ticket } from '../../../src/ticket.js'
 import { type TicketSpec, ticket } from './fixtures.js'
@@ -51,5 +51,11 @@ export function scenario(clockNow: () => number): Ticket[] {
   add(1, { tenant: 'acme', class: 'batch', stream: false, e2e: 31 * 60_000, usage })
   // J: invalid input.
   add(2, { tenant: 'acme', outcome: 'invalid', errorCode: 'GW_ERR_INVALID_JSON' })
+  // K: client errors: the server's 400 on the input (a prompt over the context length).
+  add(2, { tenant: 'acme', outcome: 'upstream_error', status: 400, e2e: 30 })
+  // L: the server's 429 (its capacity): an error, not a client error.
+  add(1, { tenant: 'globex', outcome: 'upstream_error', status: 429, e2e: 20 })
+  // M: interactive, non-streamed, 100 tokens in 2 s: good (E2E <= 0.5 + 0.05 x 99 s).
+  add(1, { tenant: 'acme', stream: false, e2e: 2_000, usage: { promptTokens: 50, completionTokens: 100 } })
   return out
 }
