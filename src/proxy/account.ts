@@ -4,18 +4,29 @@
  */
 import type { FastifyBaseLogger as Logger } from 'fastify'
 import type { ExchangeObserver } from '../exchange.js'
+import { asVerdict, type Verdict } from '../telemetry/index.js'
 import type { Ticket } from '../ticket.js'
 
 /** What the accounting stage needs from telemetry. */
 export interface RequestRecorder {
-  record(ticket: Ticket): void
+  /**
+   * Count one finished request. Telemetry returns the Verdict it judged, which the request's
+   * log line then carries (judged once); what a recorder that judges nothing returns
+   * (`{ record() {} }` with telemetry off, a test's `(t) => tickets.push(t)`) is ignored.
+   */
+  record(ticket: Ticket): unknown
   /** The plain HTTP counter and duration histogram, for every public route. */
   observeHttp?(route: string, method: string, status: number, seconds: number): void
 }
 
 const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms * 100) / 100)
 
-export function logTicket(logger: Logger, t: Ticket): void {
+/**
+ * One info line per request. With a verdict: `verdict` is its kind (`good`, `missed`,
+ * `rejected`, `failed`, `client_error`, `cancelled`, `invalid`), and `missed` names the
+ * objectives a missed request missed (`['ttft']`, `['tpot', 'e2e']`, ...).
+ */
+export function logTicket(logger: Logger, t: Ticket, verdict?: Verdict): void {
   logger.info(
     {
       reqId: t.id,
@@ -29,6 +40,8 @@ export function logTicket(logger: Logger, t: Ticket): void {
       stream: t.stream,
       status: t.status,
       outcome: t.outcome,
+      verdict: verdict?.kind,
+      missed: verdict?.kind === 'missed' ? verdict.missed : undefined,
       error: t.errorCode,
       degraded: t.degraded.length > 0 ? t.degraded : undefined,
       promptTokens: t.usage?.promptTokens,
@@ -49,13 +62,14 @@ export class Accounting implements ExchangeObserver {
   ) {}
 
   ended(t: Ticket): void {
+    let verdict: Verdict | undefined
     try {
-      this.recorder.record(t)
+      verdict = asVerdict(this.recorder.record(t))
       const seconds = ((t.finishedAt ?? t.arrivedAt) - t.arrivedAt) / 1000
       this.recorder.observeHttp?.(t.route, t.method, t.status, seconds)
     } catch (err) {
       this.logger.error({ err, reqId: t.id }, 'telemetry record failed')
     }
-    logTicket(this.logger, t)
+    logTicket(this.logger, t, verdict)
   }
 }
