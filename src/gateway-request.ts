@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
 import type { AdmissionControl } from './admission/index.js'
 import type { BackendPool, Backends, Lease } from './backends/types.js'
 import type { Clock } from './clock.js'
+import type { ClassConfig } from './config/schema.js'
 import type { GatewayError } from './errors.js'
 import type { Exchange } from './exchange.js'
 import type { JsonBody } from './openai/request-fields.js'
@@ -51,4 +52,6 @@ export interface StageDeps {
   readonly clock: Clock
   /** Expected output of a request that sets no max_tokens. */
   readonly defaultMaxTokens: number
+  /** The classes' objectives (they bound how long forward waits for a response's headers). */
+  readonly classes: Readonly<Record<string, ClassConfig>>
 }

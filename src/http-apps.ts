@@ -98,6 +98,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     clock: deps.clock,
     logger: deps.logger,
     defaultMaxTokens: config.admission.default_max_tokens,
+    classes: config.classes,
     observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
   })
   const handlers = routeHandlers(pipeline)

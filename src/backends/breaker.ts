@@ -2,8 +2,9 @@
  * Outlier ejection for one endpoint (a circuit breaker on the request path).
  *
  * - closed: requests flow. `consecutive_failures` failed requests in a row (connect error,
- *   5xx, timeout; see EndpointResult) eject the endpoint. An `ok` resets the count; a
- *   client abort says nothing about the endpoint and changes nothing.
+ *   5xx, timeout; see EndpointResult) eject the endpoint; so does one timeout while the pool
+ *   has another endpoint to use (`ejectNow`, ejection.on_first_timeout). An `ok` resets the
+ *   count; a client abort says nothing about the endpoint and changes nothing.
  * - open (ejected): no requests until the ejection time has passed. The time is
  *   base_ejection_ms x 2^(n-1) for the n-th ejection in a row, capped at max_ejection_ms;
  *   the row starts over once the endpoint has stayed healthy for max_ejection_ms.
@@ -71,7 +72,8 @@ export class Breaker {
     return true
   }
 
-  onResult(result: EndpointResult, wasProbe: boolean): void {
+  /** `ejectNow`: a failure that ejects at once (a timeout while the pool has other endpoints). */
+  onResult(result: EndpointResult, wasProbe: boolean, ejectNow = false): void {
     if (wasProbe) this.probe = false
     if (result === 'client_abort') return
     if (!isFailure(result)) {
@@ -85,7 +87,7 @@ export class Breaker {
     }
     if (this.state() !== 'closed') return // late failures of requests sent before the ejection
     this.failures++
-    if (this.failures >= this.config.consecutive_failures) this.eject()
+    if (ejectNow || this.failures >= this.config.consecutive_failures) this.eject()
   }
 
   /** A scrape succeeded: a half-open endpoint is back. */

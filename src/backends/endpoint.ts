@@ -37,6 +37,8 @@ export interface EndpointDeps {
   readonly logger?: BackendsLogger | undefined
   /** Called after every scrape result is applied (the load or its freshness changed). */
   readonly onChange?: (() => void) | undefined
+  /** True when another endpoint of the pool can take requests now (a timeout then ejects at once). */
+  readonly othersUsable?: ((self: PoolEndpoint) => boolean) | undefined
 }
 
 export type EndpointStatus = 'ready' | 'stale' | 'ejected' | 'probing' | 'draining'
@@ -61,6 +63,7 @@ class EndpointLease implements Lease {
 export class PoolEndpoint implements Endpoint {
   readonly origin: string
   readonly dispatcher: Pool
+  readonly headersTimeoutMs: number
   readonly breaker: Breaker
   private readonly ledger = new Ledger()
   private readonly scrapeClient: Client
@@ -78,6 +81,7 @@ export class PoolEndpoint implements Endpoint {
   ) {
     this.origin = new URL(url).origin // drops any user:password@ and path
     const up = deps.upstream
+    this.headersTimeoutMs = up.headers_timeout_ms
     this.dispatcher = new Pool(this.origin, {
       connections: up.connections_per_endpoint,
       connect: { timeout: up.connect_timeout_ms },
@@ -205,7 +209,11 @@ export class PoolEndpoint implements Endpoint {
   /** @internal Called once per lease by EndpointLease.release. */
   finish(lease: EndpointLease, result: EndpointResult): void {
     if (!this.ledger.close(lease.entry)) return
-    this.breaker.onResult(result, lease.probe)
+    // A server that did not answer in time is wedged for whoever it holds: while the pool
+    // has another endpoint to send to, one such timeout is enough to eject it.
+    const ejectNow =
+      result === 'timeout' && this.deps.pool.ejection.on_first_timeout && this.deps.othersUsable?.(this) === true
+    this.breaker.onResult(result, lease.probe, ejectNow)
     if (this.leaving && this.ledger.requests === 0) this.onDrained?.()
   }
 

@@ -92,6 +92,7 @@ export class EndpointPool implements BackendPool {
         upstream: this.deps.upstream,
         logger: this.deps.logger,
         onChange: this.deps.onChange,
+        othersUsable: (self) => this.active.some((other) => other !== self && other.usable()),
       })
       kept.push(ep)
       if (this.started) ep.start()

@@ -56,6 +56,8 @@ export interface Endpoint {
   readonly origin: string
   /** One long-lived undici Pool for this origin. */
   readonly dispatcher: Dispatcher
+  /** The longest wait for a response's headers here (upstream.headers_timeout_ms); optional for stand-ins. */
+  readonly headersTimeoutMs?: number
   /** Latest parsed load and when it was scraped (clock ms), if any. */
   readonly load: BackendLoad | undefined
   readonly loadAt: number | undefined

@@ -103,6 +103,8 @@ export const poolSchema = z.strictObject({
   ejection: z
     .strictObject({
       consecutive_failures: positiveInt.default(DEFAULTS.ejectionConsecutiveFailures),
+      /** A timeout ejects at once while another endpoint of the pool can take requests. */
+      on_first_timeout: z.boolean().default(true),
       base_ejection_ms: positiveInt.default(DEFAULTS.baseEjectionMs),
       max_ejection_ms: positiveInt.default(DEFAULTS.maxEjectionMs),
     })

@@ -15,7 +15,8 @@ import type { Dispatcher } from 'undici'
 import type { EndpointResult, Lease } from '../backends/types.js'
 import { type ErrorCode, errorHeaders, GatewayError } from '../errors.js'
 import type { Exchange } from '../exchange.js'
-import type { GatewayRequest, Stage } from '../gateway-request.js'
+import type { ClassConfig } from '../config/schema.js'
+import type { GatewayRequest, Stage, StageDeps } from '../gateway-request.js'
 import { JsonObserver } from '../openai/json-observer.js'
 import { SseRelay, streamErrorEvent } from '../openai/sse-relay.js'
 import { CLIENT_CLOSED, type Ticket } from '../ticket.js'
@@ -35,6 +36,8 @@ export interface ForwardRequest {
   readonly extraHeaders: OutgoingHttpHeaders
   /** Remove the usage-only chunk (the gateway asked for it, not the client). */
   readonly stripUsage: boolean
+  /** How long to wait for the response's headers (default: the endpoint pool's). */
+  readonly headersTimeoutMs?: number
 }
 
 const CONNECT_FAILURES = new Set([
@@ -192,7 +195,13 @@ export function forward(req: ForwardRequest): void {
   const handler = new UpstreamHandler(req)
   try {
     lease.endpoint.dispatcher.dispatch(
-      { path: req.path, method: req.method, headers: req.headers, body: req.body },
+      {
+        path: req.path,
+        method: req.method,
+        headers: req.headers,
+        body: req.body,
+        ...(req.headersTimeoutMs === undefined ? {} : { headersTimeout: req.headersTimeoutMs }),
+      },
       handler,
     )
   } catch (err) {
@@ -214,8 +223,31 @@ function gatewayHeaders(t: Ticket, backend: string): OutgoingHttpHeaders {
   return out
 }
 
+/** Twice its objectives: a server that has not answered by then is wedged for this request. */
+const HEADERS_SLO_FACTOR = 2
+const HEADERS_FLOOR_MS = 1000
+
+/**
+ * How long to wait for the response's headers: bounded by the class's objectives, so a
+ * wedged server does not hold an interactive client for minutes. A stream's headers come
+ * before its first token: 2 × the TTFT objective; a whole response's come at its end: 2 ×
+ * (TTFT + TPOT × expected output tokens), else 2 × its E2E objective. At least 1 s, at
+ * most `ceilingMs` (the endpoint's upstream.headers_timeout_ms), which is also the bound
+ * of a class with no objective.
+ */
+export function headersTimeoutMs(t: Ticket, cls: ClassConfig | undefined, ceilingMs: number): number {
+  const slo = cls?.slo
+  let bound: number | undefined
+  if (slo?.ttft_ms !== undefined) {
+    bound = t.stream ? slo.ttft_ms : slo.ttft_ms + (slo.tpot_ms ?? 0) * t.expectedOutputTokens
+  }
+  if (slo?.e2e_ms !== undefined && (bound === undefined || !t.stream)) bound = Math.min(bound ?? slo.e2e_ms, slo.e2e_ms)
+  if (bound === undefined) return ceilingMs
+  return Math.min(ceilingMs, Math.max(HEADERS_FLOOR_MS, HEADERS_SLO_FACTOR * bound))
+}
+
 /** The forward stage: the request as the endpoint gets it, sent with its lease. */
-export function forwardStage(): Stage {
+export function forwardStage(deps: StageDeps): Stage {
   return (r: GatewayRequest) => {
     const lease = r.lease as Lease
     const t = r.ticket
@@ -241,6 +273,9 @@ export function forwardStage(): Stage {
       res: r.res,
       extraHeaders: gatewayHeaders(t, lease.endpoint.name),
       stripUsage: t.usageAdded,
+      ...(lease.endpoint.headersTimeoutMs === undefined
+        ? {}
+        : { headersTimeoutMs: headersTimeoutMs(t, deps.classes[t.class], lease.endpoint.headersTimeoutMs) }),
     })
     return undefined
   }

@@ -1,7 +1,7 @@
 /**
  * Telemetry through the gateway WITH admission, in front of two `tiny` simulators (pool
  * `big` serves sim/big, pool `small` serves sim/small): a deterministic scenario with
- * requests that are good, forced slow, refused (ttft_slo, queue_full, queue_timeout),
+ * requests that are good, forced slow, refused (ttft_unreachable, ttft_slo, queue_full, queue_timeout),
  * degraded (max_tokens capped and sent to the fallback model), cancelled while queued and
  * cancelled mid-stream, invalid and failed upstream. Every counter and histogram count on
  * /metrics must then equal the expected number exactly, and `promtool check metrics` must
@@ -10,8 +10,8 @@
  * Determinism comes from margins, not timing luck:
  * - Phase 1 runs while no request has finished on pool `big`, so its TTFT estimator still
  *   has its priors (α = 15 ms, β = 4 ms per prompt token, γ ≥ 0), and every prediction
- *   there is at least 15 ms: class `instant` (TTFT SLO 5 ms, budget 4.5 ms) is always
- *   refused. Then a 604-token streamed batch request X goes to `big` with its simulator
+ *   there is at least 15 ms: class `instant` (TTFT SLO 5 ms) is always refused, with
+ *   ttft_unreachable (even an idle server is predicted slower than its objective). Then a 604-token streamed batch request X goes to `big` with its simulator
  *   slowed 400x: its prefill takes ≥ 4.2 s, and meanwhile the gateway counts its 604
  *   prompt tokens as prefill in flight. So `big` predicts ≥ 15 + 4 x 612 ms, far over the
  *   900 ms budget of classes `fallback` and `capped` (`fallback` is sent to `small`,
@@ -121,9 +121,13 @@ describe('telemetry through the gateway with admission', () => {
     const fast = { max_tokens: 8, ignore_eos: true }
 
     // ---- Phase 1: nothing has finished on `big`; its estimator has its priors.
-    // 2 refused for TTFT: the prediction (≥ α = 15 ms) is over the 4.5 ms budget.
-    for (let i = 0; i < 2; i++)
-      expect(refused(await chat('instant', fast))).toEqual([503, 'ttft_slo', 'string'])
+    // 2 refused for TTFT: even idle, the prediction (≥ α = 15 ms) is over the 5 ms objective,
+    // so no wait helps (ttft_unreachable, no Retry-After, x-should-retry: false).
+    for (let i = 0; i < 2; i++) {
+      const r = await chat('instant', fast)
+      expect(refused(r)).toEqual([503, 'ttft_unreachable', 'undefined'])
+      expect(r.headers['x-should-retry']).toBe('false')
+    }
 
     // X: a long batch prompt on a slowed `big` (prefill ≥ 4.2 s), dispatched at once. (The
     // client sees the response headers only with the first token: the gateway sends them
@@ -247,7 +251,7 @@ describe('telemetry through the gateway with admission', () => {
     // The model label is the model the client asked for, also after a fallback.
     expect(sumBy(m, METRICS.requests, ['model', 'tenant'])).toEqual({ [`${BIG}/default`]: 20 })
     expect(sumBy(m, METRICS.rejected, ['class', 'reason'])).toEqual({
-      'instant/ttft_slo': 2,
+      'instant/ttft_unreachable': 2,
       'capped/ttft_slo': 1,
       'limited/queue_full': 1,
       'shed/queue_timeout': 1,

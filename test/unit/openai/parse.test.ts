@@ -11,13 +11,15 @@ import { FakePool, fakeBackends } from '../admission/fake-pool.js'
 
 const pool = new FakePool('main', ['m'])
 const tokens = new TokenEstimator()
-const parse = parseStage({
+const deps = {
   backends: fakeBackends(pool),
   admission: new PassThrough(),
   tokens,
   clock: systemClock,
   defaultMaxTokens: 1024,
-})
+  classes: {},
+}
+const parse = parseStage(deps)
 
 function req(url: string, received: unknown, headers: Record<string, string> = {}): GatewayRequest {
   const ticket = new Ticket('t', 'POST', url, 0)
@@ -81,13 +83,7 @@ describe('stage parse', () => {
   it('refuses a body that is not an object, and a model nobody serves', () => {
     const arr = parse(req('/v1/chat/completions', [1, 2]))
     expect(arr instanceof GatewayError && arr.code).toBe('GW_ERR_INVALID_BODY')
-    const onlyMain = parseStage({
-      backends: { ...fakeBackends(pool), route: () => undefined },
-      admission: new PassThrough(),
-      tokens,
-      clock: systemClock,
-      defaultMaxTokens: 1024,
-    })
+    const onlyMain = parseStage({ ...deps, backends: { ...fakeBackends(pool), route: () => undefined } })
     const none = onlyMain(req('/v1/chat/completions', chat({ model: 'nope' })))
     expect(none instanceof GatewayError && none.code).toBe('GW_ERR_MODEL_NOT_FOUND')
   })
