@@ -1,11 +1,24 @@
 /**
  * Turns schema issues into messages an operator can act on:
- * `backends.pools[0].endpoints[1]: expected a URL, got 'localhost'`.
+ * `backends.pools[0].endpoints[1]: expected an http(s) URL, got 'localhost'`. A message
+ * names the rule (the schema's own wording where it has one), not the validator, and
+ * suggests the nearest key or value for a misspelling.
  */
 import type { z } from 'zod'
 import { isRecord } from '../is-record.js'
+import { configKeyPaths } from './key-paths.js'
+import { nearest } from './suggest.js'
 
-export function formatPath(path: readonly PropertyKey[]): string {
+export type Path = readonly PropertyKey[]
+
+/** One problem: the path shown, where its value is (for its source and file order), the message. */
+export interface Problem {
+  readonly path: Path
+  readonly at: Path
+  readonly message: string
+}
+
+export function formatPath(path: Path): string {
   let out = ''
   for (const seg of path) {
     if (typeof seg === 'number') out += `[${seg}]`
@@ -32,6 +45,38 @@ const TYPE_NAMES: Record<string, string> = {
   object: 'a mapping',
 }
 
+let keyPaths: readonly string[] | undefined
+
+/** The keys the schema accepts under `path` (list indexes and class names generalised). */
+export function keysUnder(path: Path): string[] {
+  keyPaths ??= configKeyPaths()
+  let prefix = ''
+  path.forEach((seg, i) => {
+    if (typeof seg === 'number') prefix += '[]'
+    else if (i === 1 && path[0] === 'classes') prefix += '.<name>'
+    else prefix += prefix === '' ? String(seg) : `.${String(seg)}`
+  })
+  const start = prefix === '' ? '' : `${prefix}.`
+  const out: string[] = []
+  for (const p of keyPaths) {
+    if (!p.startsWith(start)) continue
+    const rest = p.slice(start.length)
+    if (/^[a-z0-9_]+$/.test(rest)) out.push(rest)
+  }
+  return out
+}
+
+function didYouMean(typed: unknown, known: readonly string[]): string {
+  if (typeof typed !== 'string') return ''
+  const near = nearest(typed, known)
+  return near === undefined ? '' : `: did you mean '${near}'?`
+}
+
+/** The schema's own message when it has one (zod's defaults start with "Invalid"). */
+function ownMessage(issue: z.core.$ZodIssue): string | undefined {
+  return issue.message.startsWith('Invalid') ? undefined : issue.message
+}
+
 function expectation(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'invalid_type':
@@ -46,11 +91,10 @@ function expectation(issue: z.core.$ZodIssue): string {
     case 'too_big':
       return `expected at most ${issue.maximum}`
     case 'invalid_format':
-      return issue.format === 'url' ? 'expected an http(s) URL' : `expected ${issue.format} format`
+      if (issue.format === 'url') return 'expected an http(s) URL'
+      return ownMessage(issue) ?? `expected text of the form ${issue.pattern ?? issue.format}`
     case 'invalid_value':
       return `expected one of ${issue.values.map((x) => JSON.stringify(x)).join(', ')}`
-    case 'unrecognized_keys':
-      return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')} (check the spelling; see docs/config.md)`
     case 'invalid_union':
       if ('options' in issue && Array.isArray(issue.options)) {
         return `expected one of ${issue.options.map((x: unknown) => JSON.stringify(x)).join(', ')}`
@@ -61,17 +105,36 @@ function expectation(issue: z.core.$ZodIssue): string {
   }
 }
 
+function suggestion(issue: z.core.$ZodIssue, input: unknown): string {
+  if (issue.code === 'invalid_value') return didYouMean(input, issue.values.map(String))
+  if (issue.code === 'invalid_union' && 'options' in issue && Array.isArray(issue.options))
+    return didYouMean(input, issue.options.map(String))
+  return ''
+}
+
+/** What one issue says, as problems (an unknown-keys issue gives one per key). */
+export function describeIssue(issue: z.core.$ZodIssue): Problem[] {
+  const path = issue.path
+  if (issue.code === 'unrecognized_keys') {
+    const known = keysUnder(path)
+    return issue.keys.map((key) => {
+      const near = didYouMean(key, known)
+      const hint = near !== '' ? near : ` (${formatPath(path)} takes: ${known.join(', ')})`
+      return { path, at: [...path, key], message: `unknown key '${key}'${hint}` }
+    })
+  }
+  const base = expectation(issue)
+  if (issue.code === 'custom' || !('input' in issue)) return [{ path, at: path, message: base }]
+  let input: unknown = issue.input
+  // a discriminated union reports the whole mapping; show the discriminator's value
+  if (issue.code === 'invalid_union' && 'discriminator' in issue && isRecord(input)) {
+    input = input[String(issue.discriminator)]
+  }
+  if (input === undefined) return [{ path, at: path, message: `missing, ${base}` }]
+  return [{ path, at: path, message: `${base}, got ${describeValue(input)}${suggestion(issue, input)}` }]
+}
+
 /** One line per problem, each naming its source (file or flag) and the path. */
 export function formatIssues(issues: readonly z.core.$ZodIssue[], source: string): string[] {
-  return issues.map((issue) => {
-    const base = `${source}: ${formatPath(issue.path)}: ${expectation(issue)}`
-    if (issue.code === 'unrecognized_keys' || issue.code === 'custom' || !('input' in issue)) return base
-    let input: unknown = issue.input
-    // a discriminated union reports the whole mapping; show the discriminator's value
-    if (issue.code === 'invalid_union' && 'discriminator' in issue && isRecord(input)) {
-      input = input[String(issue.discriminator)]
-    }
-    if (input === undefined) return `${source}: ${formatPath(issue.path)}: missing, ${expectation(issue)}`
-    return `${base}, got ${describeValue(input)}`
-  })
+  return issues.flatMap(describeIssue).map((p) => `${source}: ${formatPath(p.path)}: ${p.message}`)
 }

@@ -1,14 +1,17 @@
 /**
  * Loading: the YAML file, then environment variables, then command-line flags, then
- * validation against the schema. Every problem is collected and reported at once.
+ * validation (validate.ts). Every problem is collected and reported at once, in file
+ * order, each named by where its value came from (locate.ts).
  */
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseDocument, parse as parseYaml } from 'yaml'
+import { type Document, parseDocument, parse as parseYaml } from 'yaml'
 import { isRecord } from '../is-record.js'
-import { formatIssues, formatPath } from './format-issues.js'
-import { configSchema, type GatewayConfig } from './schema.js'
+import { formatPath } from './format-issues.js'
+import { type Override, placeProblems } from './locate.js'
+import type { GatewayConfig } from './schema.js'
+import { validateConfig } from './validate.js'
 
 /** config/gateway.yaml shipped with the package: the embedded default. */
 export const DEFAULT_CONFIG_FILE = join(
@@ -24,6 +27,8 @@ export interface ConfigOverrides {
   adminPort?: number
   /** Replaces the pools with one pool `default` serving any model from these URLs. */
   upstreams?: readonly string[]
+  /** The engine of the pool made from `upstreams`. */
+  engine?: string
   /** `a.b.c=value` assignments; value is read as YAML (numbers, booleans, lists). */
   sets?: readonly string[]
 }
@@ -67,26 +72,28 @@ export function setPath(root: Mutable, path: readonly (string | number)[], value
   ;(node as Mutable)[path[path.length - 1]!] = value
 }
 
-function readYaml(file: string, text: string, problems: string[]): Mutable {
+function readYaml(file: string, text: string, problems: string[]): [Mutable, Document | undefined] {
   const doc = parseDocument(text, { prettyErrors: true })
   if (doc.errors.length > 0) {
     for (const e of doc.errors) problems.push(`${file}: ${e.message.split('\n')[0]}`)
-    return {}
+    return [{}, undefined]
   }
   const value: unknown = doc.toJS()
-  if (value === null || value === undefined) return {}
+  if (value === null || value === undefined) return [{}, doc]
   if (!isRecord(value)) {
     problems.push(
       `${file}: (root): expected a mapping of sections, got ${Array.isArray(value) ? 'a list' : typeof value}`,
     )
-    return {}
+    return [{}, undefined]
   }
-  return value
+  return [value, doc]
 }
 
 export interface LoadedConfig {
   config: GatewayConfig
   file: string
+  /** `FILE: path: note: ...` lines: worth knowing, not wrong (the simulator adds the pool). */
+  notes: readonly string[]
 }
 
 /**
@@ -101,17 +108,22 @@ export function loadConfig(
   const problems: string[] = []
   const path = file ?? env.SLO_GATEWAY_CONFIG ?? DEFAULT_CONFIG_FILE
   let raw: Mutable = {}
+  let doc: Document | undefined
   let text: string | undefined
   try {
     text = readFileSync(path, 'utf8')
   } catch (err) {
     problems.push(`${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
   }
-  if (text !== undefined) raw = readYaml(path, text, problems)
+  if (text !== undefined) [raw, doc] = readYaml(path, text, problems)
+  // a file that cannot be read says nothing about the rest: stop at its problems
+  const readable = problems.length === 0
 
+  const given: Override[] = []
   const assign = (source: string, segs: (string | number)[], value: unknown) => {
     try {
       setPath(raw, segs, value)
+      given.push({ at: segs, source })
     } catch {
       problems.push(`${source}: cannot set ${formatPath(segs)}`)
     }
@@ -119,20 +131,37 @@ export function loadConfig(
   const envPort = env.SLO_GATEWAY_PORT
   const envAdmin = env.SLO_GATEWAY_ADMIN_PORT
   const envUpstream = env.SLO_GATEWAY_UPSTREAM
-  if (envPort) assign('SLO_GATEWAY_PORT', ['server', 'port'], numberOrString(envPort))
-  if (envAdmin) assign('SLO_GATEWAY_ADMIN_PORT', ['server', 'admin_port'], numberOrString(envAdmin))
-  const upstreams = overrides.upstreams?.length
-    ? overrides.upstreams
+  if (envPort) assign(`SLO_GATEWAY_PORT=${envPort}`, ['server', 'port'], numberOrString(envPort))
+  if (envAdmin)
+    assign(`SLO_GATEWAY_ADMIN_PORT=${envAdmin}`, ['server', 'admin_port'], numberOrString(envAdmin))
+  const fromFlag = (overrides.upstreams?.length ?? 0) > 0
+  const upstreams = fromFlag
+    ? (overrides.upstreams ?? [])
     : envUpstream
       ? envUpstream.split(/[\s,]+/).filter(Boolean)
       : []
+  const upstreamSource = (url?: string) =>
+    fromFlag ? `--upstream${url === undefined ? '' : ` ${url}`}` : `SLO_GATEWAY_UPSTREAM=${envUpstream}`
   if (upstreams.length > 0) {
     raw.backends = { pools: [{ name: 'default', models: ['*'], endpoints: [...upstreams] }] }
+    given.push({ at: ['backends'], source: upstreamSource() })
+    for (const [i, u] of upstreams.entries())
+      given.push({ at: ['backends', 'pools', 0, 'endpoints', i], source: upstreamSource(u) })
     // an explicit upstream replaces the embedded simulator
-    setPath(raw, ['simulator', 'enabled'], false)
+    assign(upstreamSource(), ['simulator', 'enabled'], false)
   }
-  if (overrides.port !== undefined) assign('--port', ['server', 'port'], overrides.port)
-  if (overrides.adminPort !== undefined) assign('--admin-port', ['server', 'admin_port'], overrides.adminPort)
+  const engine = overrides.engine ?? env.SLO_GATEWAY_ENGINE
+  if (engine) {
+    const source = overrides.engine !== undefined ? `--engine ${engine}` : `SLO_GATEWAY_ENGINE=${engine}`
+    if (upstreams.length > 0) assign(source, ['backends', 'pools', 0, 'engine'], engine)
+    else
+      problems.push(
+        `${source}: sets the engine of the pool made from --upstream (or SLO_GATEWAY_UPSTREAM); in a config file, set backends.pools[].engine`,
+      )
+  }
+  if (overrides.port !== undefined) assign(`--port ${overrides.port}`, ['server', 'port'], overrides.port)
+  if (overrides.adminPort !== undefined)
+    assign(`--admin-port ${overrides.adminPort}`, ['server', 'admin_port'], overrides.adminPort)
   for (const s of overrides.sets ?? []) {
     const eq = s.indexOf('=')
     if (eq <= 0) {
@@ -148,11 +177,12 @@ export function loadConfig(
     }
     assign(`--set ${s}`, segs, parseYaml(s.slice(eq + 1)) ?? null)
   }
+  if (!readable) throw new ConfigError(problems)
 
-  const result = configSchema.safeParse(raw, { reportInput: true })
-  if (!result.success) problems.push(...formatIssues(result.error.issues, path))
-  if (problems.length > 0 || !result.success) throw new ConfigError(problems)
-  return { config: result.data, file: path }
+  const result = validateConfig(raw)
+  problems.push(...placeProblems(result.problems, path, doc, given))
+  if (problems.length > 0 || result.config === undefined) throw new ConfigError(problems)
+  return { config: result.config, file: path, notes: placeProblems(result.notes, path, doc, given, 'note: ') }
 }
 
 function numberOrString(s: string): number | string {

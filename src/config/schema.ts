@@ -7,6 +7,7 @@
  */
 import { z } from 'zod'
 import { isRecord } from '../is-record.js'
+import { structuralFindings } from './checks.js'
 
 const port = z.int().min(0).max(65535)
 const positiveInt = z.int().positive()
@@ -17,6 +18,8 @@ export const DEFAULTS = {
   port: 8080,
   adminPort: 9464,
   host: '0.0.0.0',
+  /** The admin listener serves /admin/state (upstream URLs, config): loopback unless opened. */
+  adminHost: '127.0.0.1',
   bodyLimitBytes: 8 * 1024 * 1024,
   shutdownGraceMs: 30_000,
   connectTimeoutMs: 5_000,
@@ -35,8 +38,11 @@ const serverSchema = z.strictObject({
   /** Public listener (tenants' traffic). */
   host: z.string().min(1).default(DEFAULTS.host),
   port: port.default(DEFAULTS.port),
-  /** Admin listener: /metrics, /healthz, /readyz, /admin/state. Not for tenants. */
-  admin_host: z.string().min(1).default(DEFAULTS.host),
+  /**
+   * Admin listener: /metrics, /healthz, /readyz, /admin/state. Not for tenants; loopback by
+   * default (0.0.0.0 lets Prometheus and the kubelet in).
+   */
+  admin_host: z.string().min(1).default(DEFAULTS.adminHost),
   admin_port: port.default(DEFAULTS.adminPort),
   /** Largest accepted request body. */
   body_limit_bytes: positiveInt.default(DEFAULTS.bodyLimitBytes),
@@ -81,7 +87,7 @@ export const poolSchema = z.strictObject({
   engine: z.enum(ENGINES).default('vllm'),
   endpoints: z.array(httpUrl).default([]),
   discovery: dnsDiscoverySchema.optional(),
-  metrics_path: z.string().startsWith('/').default('/metrics'),
+  metrics_path: z.string().startsWith('/', "a path, starting with '/'").default('/metrics'),
   scrape_interval_ms: positiveInt.default(DEFAULTS.scrapeIntervalMs),
   scrape_timeout_ms: positiveInt.default(DEFAULTS.scrapeTimeoutMs),
   /** Load data older than this counts as saturated (fail closed) unless fail_open. */
@@ -188,24 +194,42 @@ function mergeClass(base: Record<string, unknown>, own: Record<string, unknown>)
   return { ...base, ...own, slo }
 }
 
+const CLASS_NAME = /^[a-z][a-z0-9_-]*$/
+export const CLASS_NAME_RULE = 'class names are lower-case letters, digits, _ and -, starting with a letter'
+
+/**
+ * The classes: the built-ins always exist; a user entry replaces one by name (merged over
+ * it key by key, `slo` included) or adds a class. Each class is checked on its own, so one
+ * bad class (or a bad class name) never hides the problems of another.
+ */
+export function parseClasses(user: Record<string, unknown>): {
+  classes: Record<string, ClassConfig>
+  issues: z.core.$ZodIssue[]
+} {
+  const builtins: Record<string, Record<string, unknown>> = BUILTIN_CLASSES
+  const classes: Record<string, ClassConfig> = {}
+  const issues: z.core.$ZodIssue[] = []
+  for (const name of new Set([...Object.keys(builtins), ...Object.keys(user)])) {
+    const own = user[name]
+    const base = builtins[name]
+    const nameOk = CLASS_NAME.test(name)
+    if (!nameOk) issues.push({ code: 'custom', path: [name], message: CLASS_NAME_RULE, input: name })
+    const raw = base !== undefined && isRecord(own) ? mergeClass(base, own) : (own ?? base)
+    const r = classSchema.safeParse(raw, { reportInput: true })
+    if (r.success && nameOk) classes[name] = r.data
+    else if (!r.success)
+      for (const issue of r.error.issues) issues.push({ ...issue, path: [name, ...issue.path] })
+  }
+  return { classes, issues }
+}
+
 const classesSchema = z
-  .record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'expected a lower-case class name'), z.unknown())
+  .record(z.string(), z.unknown())
   .default({})
   .transform((user, ctx) => {
-    // The built-in classes always exist; a user entry replaces one by name or adds a class.
-    // A user entry for a built-in name is merged over it key by key, `slo` included.
-    const builtins: Record<string, Record<string, unknown>> = BUILTIN_CLASSES
-    const out: Record<string, ClassConfig> = {}
-    for (const name of new Set([...Object.keys(builtins), ...Object.keys(user)])) {
-      const own = user[name]
-      const base = builtins[name]
-      const raw = base !== undefined && isRecord(own) ? mergeClass(base, own) : (own ?? base)
-      const r = classSchema.safeParse(raw, { reportInput: true })
-      if (r.success) out[name] = r.data
-      else
-        for (const issue of r.error.issues) ctx.addIssue({ ...issue, path: [name, ...issue.path] } as never)
-    }
-    return out
+    const { classes, issues } = parseClasses(user)
+    for (const issue of issues) ctx.addIssue(issue as never)
+    return classes
   })
 
 const admissionSchema = z.strictObject({
@@ -286,43 +310,7 @@ export const configSchema = z
     simulator: simulatorSchema.prefault({}),
   })
   .superRefine((cfg, ctx) => {
-    const names = new Set<string>()
-    const models = new Map<string, number>()
-    cfg.backends.pools.forEach((pool, i) => {
-      if (names.has(pool.name)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['backends', 'pools', i, 'name'],
-          message: `duplicate pool name '${pool.name}'`,
-        })
-      }
-      names.add(pool.name)
-      for (const m of [...pool.models, ...pool.aliases]) {
-        const other = models.get(m)
-        if (other !== undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['backends', 'pools', i, 'models'],
-            message: `model '${m}' is already served by backends.pools[${other}]`,
-          })
-        }
-        models.set(m, i)
-      }
-      if (pool.endpoints.length > 0 && pool.discovery !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['backends', 'pools', i, 'discovery'],
-          message: 'set either endpoints or discovery, not both',
-        })
-      }
-    })
-    if (cfg.server.port !== 0 && cfg.server.port === cfg.server.admin_port) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['server', 'admin_port'],
-        message: `must differ from server.port (${cfg.server.port})`,
-      })
-    }
+    for (const f of structuralFindings(cfg.server, cfg.backends.pools)) ctx.addIssue({ code: 'custom', ...f })
   })
 
 export type GatewayConfig = z.output<typeof configSchema>

@@ -21,7 +21,7 @@ describe('loadConfig', () => {
     expect(p).toEqual([
       `${file}: server.port: expected a number, got 'eighty'`,
       `${file}: backends.pools[0].endpoints[1]: expected an http(s) URL, got 'localhost'`,
-      `${file}: backends.pools[0]: unknown key 'scrape_intervall_ms' (check the spelling; see docs/config.md)`,
+      `${file}: backends.pools[0]: unknown key 'scrape_intervall_ms': did you mean 'scrape_interval_ms'?`,
     ])
   })
 
@@ -30,6 +30,9 @@ describe('loadConfig', () => {
     expect(file).toBe(DEFAULT_CONFIG_FILE)
     expect(config.server.port).toBe(8080)
     expect(config.server.admin_port).toBe(9464)
+    // /admin/state shows upstream URLs and the config: loopback unless opened
+    expect(config.server.admin_host).toBe('127.0.0.1')
+    expect(config.server.host).toBe('0.0.0.0')
     expect(config.server.body_limit_bytes).toBe(8 * 1024 * 1024)
     expect(config.server.shutdown_grace_ms).toBe(30_000)
     expect(config.classes.interactive?.slo.ttft_ms).toBe(500)
@@ -78,8 +81,8 @@ describe('loadConfig', () => {
     expect(problems(() => loadConfig(undefined, { sets: ['server.port'] }))[0]).toMatch(
       /--set server.port: expected path=value/,
     )
-    expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toMatch(
-      /server: unknown key 'nope'/,
+    expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toBe(
+      "--set server.nope=1: server: unknown key 'nope' (server takes: host, port, admin_host, admin_port, body_limit_bytes, shutdown_grace_ms)",
     )
     expect(problems(() => loadConfig('/nonexistent.yaml'))[0]).toMatch(
       /nonexistent.yaml: cannot read the file \(ENOENT\)/,
