@@ -1,10 +1,16 @@
 #!/usr/bin/env node
 /**
- * slo-gateway serve | check-config | sim | help
+ * slo-gateway serve | check-config | sim | help | --version
+ *
+ * Exit codes: 0 done, 1 a bad config or a failure (a port in use), 2 a usage error (an
+ * unknown command or flag: the command's usage is printed).
  */
-import { parseArgs } from 'node:util'
+import { readFileSync } from 'node:fs'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { ConfigError, type ConfigOverrides, loadConfig } from './config/load.js'
-import { listen } from './listeners.js'
+import { ENGINES } from './config/schema.js'
+import { nearest } from './config/suggest.js'
+import { checkPorts, ListenError, listen } from './listeners.js'
 import { createLogger } from './logger.js'
 import { createRuntime } from './runtime.js'
 
@@ -15,6 +21,7 @@ Usage:
   slo-gateway check-config FILE        validate a config file and print every problem
   slo-gateway sim [options]            run the built-in model-server simulator
   slo-gateway <command> --help         options of one command
+  slo-gateway --version                the version
 `
 
 const SERVE_USAGE = `Usage: slo-gateway serve [options]
@@ -22,9 +29,13 @@ const SERVE_USAGE = `Usage: slo-gateway serve [options]
 Options:
   --config FILE        config file (default: config/gateway.yaml; env SLO_GATEWAY_CONFIG)
   --port N             public port (default 8080; env SLO_GATEWAY_PORT)
-  --admin-port N       admin port for /metrics, /healthz, /readyz (default 9464; env SLO_GATEWAY_ADMIN_PORT)
+  --admin-port N       admin port for /metrics, /healthz, /readyz, /admin/state (default 9464;
+                       env SLO_GATEWAY_ADMIN_PORT). It listens on 127.0.0.1 unless
+                       --set server.admin_host=0.0.0.0 (e.g. for Prometheus in a cluster)
   --upstream URL       a model server; repeat for several. Replaces the configured pools with one
                        pool 'default' serving every model (env SLO_GATEWAY_UPSTREAM, comma-separated)
+  --engine NAME        the engine of the --upstream servers, whose /metrics the gateway reads:
+                       ${ENGINES.join(', ')} (default vllm; env SLO_GATEWAY_ENGINE)
   --set PATH=VALUE     override any config value, e.g. --set server.body_limit_bytes=1048576
                        or --set 'classes.interactive.slo.ttft_ms=300'; repeatable
   -h, --help           this help
@@ -32,29 +43,80 @@ Options:
 
 const CHECK_USAGE = `Usage: slo-gateway check-config FILE [--set PATH=VALUE ...]
 
-Validates FILE against the schema (docs/config.md) and prints every problem with its path.
-Exits 0 when the config is valid, 1 otherwise.
+Validates FILE against the schema (docs/config.md) and the checks of what would fail at run
+time (no pool, a pool without servers, a fallback model no pool serves), and prints every
+problem with its path, in file order. Exits 0 when the config is valid, 1 otherwise.
 `
+
+function version(): string {
+  // package.json is one level above both src/cli.ts and dist/cli.js
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown
+  }
+  return String(pkg.version)
+}
+
+/** A mistake on the command line: the message, then the usage of `command` (exit 2). */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly usage: string = USAGE,
+    /** The subcommand whose usage it is, named in the message. */
+    readonly command?: string,
+  ) {
+    super(message)
+  }
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>
+
+/** parseArgs, with its errors turned into one line naming the flag, and the command's usage. */
+function parseFlags<O extends Options>(
+  command: string,
+  usage: string,
+  args: string[],
+  options: O,
+  positionals = false,
+) {
+  try {
+    return parseArgs({ args, options, allowPositionals: positionals, strict: true })
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    const named = /'([^']+)'/.exec((err as Error).message)?.[1] ?? ''
+    const flag = named.split(' ')[0] ?? named
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const known = Object.keys(options).map((o) => `--${o}`)
+      const near = nearest(flag, known)
+      throw new UsageError(
+        `unknown option '${flag}'${near === undefined ? '' : `: did you mean ${near}?`}`,
+        usage,
+        command,
+      )
+    }
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
+      throw new UsageError(`option '${flag}' needs a value`, usage, command)
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+      throw new UsageError(`unexpected argument '${flag}'`, usage, command)
+    throw err
+  }
+}
 
 function intFlag(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined
-  if (!/^\d+$/.test(v)) throw new UsageError(`${name}: expected a port number, got '${v}'`)
+  if (!/^\d+$/.test(v))
+    throw new UsageError(`${name}: expected a port number, got '${v}'`, SERVE_USAGE, 'serve')
   return Number(v)
 }
 
-class UsageError extends Error {}
-
 async function serve(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      config: { type: 'string' },
-      port: { type: 'string' },
-      'admin-port': { type: 'string' },
-      upstream: { type: 'string', multiple: true },
-      set: { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const { values } = parseFlags('serve', SERVE_USAGE, argv, {
+    config: { type: 'string' },
+    port: { type: 'string' },
+    'admin-port': { type: 'string' },
+    upstream: { type: 'string', multiple: true },
+    engine: { type: 'string' },
+    set: { type: 'string', multiple: true },
+    help: { type: 'boolean', short: 'h' },
   })
   if (values.help) {
     process.stdout.write(SERVE_USAGE)
@@ -62,14 +124,18 @@ async function serve(argv: string[]): Promise<number> {
   }
   const overrides: ConfigOverrides = {
     ...(values.upstream ? { upstreams: values.upstream } : {}),
+    ...(values.engine !== undefined ? { engine: values.engine } : {}),
     ...(values.set ? { sets: values.set } : {}),
   }
   const port = intFlag('--port', values.port)
   const adminPort = intFlag('--admin-port', values['admin-port'])
   if (port !== undefined) overrides.port = port
   if (adminPort !== undefined) overrides.adminPort = adminPort
-  const { config, file } = loadConfig(values.config, overrides, process.env)
+  const { config, file, notes } = loadConfig(values.config, overrides, process.env)
   const logger = createLogger(config.log.level)
+  for (const note of notes) logger.info({ config: file }, note)
+  // before the simulator starts: a port in use is one line, not a simulator started for nothing
+  await checkPorts(config.server)
   const runtime = await createRuntime(config, logger)
   let running: Awaited<ReturnType<typeof listen>>
   try {
@@ -78,14 +144,16 @@ async function serve(argv: string[]): Promise<number> {
     await runtime.close()
     throw err
   }
+  const { server } = runtime.config
   logger.info(
     {
       config: file,
       port: running.port,
       adminPort: running.adminPort,
+      adminHost: server.admin_host,
       pools: runtime.config.backends.pools.length,
     },
-    `slo-gateway listening on :${running.port} (admin :${running.adminPort})`,
+    `slo-gateway listening on ${server.host}:${running.port} (admin ${server.admin_host}:${running.adminPort})`,
   )
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {
@@ -104,19 +172,22 @@ async function serve(argv: string[]): Promise<number> {
 }
 
 function checkConfig(argv: string[]): number {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { set: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
-  })
+  const { values, positionals } = parseFlags(
+    'check-config',
+    CHECK_USAGE,
+    argv,
+    { set: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
+    true,
+  )
   if (values.help) {
     process.stdout.write(CHECK_USAGE)
     return 0
   }
   const file = positionals[0]
   if (file === undefined || positionals.length > 1)
-    throw new UsageError('check-config takes exactly one FILE')
-  const { config } = loadConfig(file, values.set ? { sets: values.set } : {})
+    throw new UsageError('check-config takes exactly one FILE', CHECK_USAGE, 'check-config')
+  const { config, notes } = loadConfig(file, values.set ? { sets: values.set } : {})
+  for (const note of notes) process.stdout.write(`${note}\n`)
   process.stdout.write(
     `${file}: ok (${config.backends.pools.length} pool(s), classes: ${Object.keys(config.classes).join(', ')})\n`,
   )
@@ -135,6 +206,11 @@ export async function main(argv: string[]): Promise<number> {
         const { runSimCli } = await import('./sim/index.js')
         return await runSimCli(rest)
       }
+      case '--version':
+      case '-v':
+      case 'version':
+        process.stdout.write(`${version()}\n`)
+        return 0
       case undefined:
       case 'help':
       case '--help':
@@ -149,8 +225,13 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`slo-gateway: ${err.message}\n`)
       return 1
     }
-    if (err instanceof UsageError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`slo-gateway: ${(err as Error).message}\n\n${USAGE}`)
+    if (err instanceof ListenError) {
+      process.stderr.write(`slo-gateway: ${err.message}\n`)
+      return 1
+    }
+    if (err instanceof UsageError) {
+      const who = err.command === undefined ? 'slo-gateway' : `slo-gateway ${err.command}`
+      process.stderr.write(`${who}: ${err.message}\n\n${err.usage}`)
       return 2
     }
     process.stderr.write(`slo-gateway: ${(err as Error).stack ?? String(err)}\n`)

@@ -5,8 +5,63 @@
  * flight may finish within server.shutdown_grace_ms; then the listeners and the backend
  * pools close and the process exits 0 (1 when the grace period ran out).
  */
-import type { AddressInfo } from 'node:net'
+import { type AddressInfo, createServer } from 'node:net'
+import type { GatewayConfig } from './config/schema.js'
 import type { HttpApps } from './http-apps.js'
+
+/** A listener that cannot start, said in one line with the fix (the CLI prints it, exit 1). */
+export class ListenError extends Error {
+  override readonly name = 'ListenError'
+}
+
+type Which = 'public' | 'admin'
+
+const FLAGS: Record<Which, string> = {
+  public: '--port or SLO_GATEWAY_PORT',
+  admin: '--admin-port or SLO_GATEWAY_ADMIN_PORT',
+}
+
+function listenError(err: unknown, which: Which, host: string, port: number): Error {
+  const code = (err as NodeJS.ErrnoException | null)?.code
+  const what = which === 'public' ? 'port' : 'admin port'
+  if (code === 'EADDRINUSE') return new ListenError(`${what} ${port} is in use: use ${FLAGS[which]}`)
+  if (code === 'EACCES')
+    return new ListenError(
+      `${what} ${port} needs privileges to listen on: use a port above 1023 (${FLAGS[which]})`,
+    )
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new ListenError(
+      `cannot listen on ${host}:${port}: ${host} is not an address of this machine (server.${which === 'public' ? 'host' : 'admin_host'})`,
+    )
+  return err instanceof Error ? err : new Error(String(err))
+}
+
+function probe(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()))
+  })
+}
+
+/**
+ * Checks that both ports can be listened on, before anything else starts (the built-in
+ * simulator): throws a ListenError naming the port and the flag to change it. Port 0 always can.
+ */
+export async function checkPorts(server: GatewayConfig['server']): Promise<void> {
+  const ports: [Which, string, number][] = [
+    ['public', server.host, server.port],
+    ['admin', server.admin_host, server.admin_port],
+  ]
+  for (const [which, host, port] of ports) {
+    if (port === 0) continue
+    try {
+      await probe(host, port)
+    } catch (err) {
+      throw listenError(err, which, host, port)
+    }
+  }
+}
 
 export interface Listening {
   readonly apps: HttpApps
@@ -23,12 +78,16 @@ export interface ListenOptions {
 
 export async function listen(apps: HttpApps, opts: ListenOptions = {}): Promise<Listening> {
   const { server } = apps.config
-  await apps.app.listen({ host: server.host, port: server.port })
+  try {
+    await apps.app.listen({ host: server.host, port: server.port })
+  } catch (err) {
+    throw listenError(err, 'public', server.host, server.port)
+  }
   try {
     await apps.admin.listen({ host: server.admin_host, port: server.admin_port })
   } catch (err) {
     await apps.app.close()
-    throw err
+    throw listenError(err, 'admin', server.admin_host, server.admin_port)
   }
   let closing: Promise<boolean> | undefined
   const shutdown = (): Promise<boolean> => {

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 import { createAdmission } from './admission/index.js'
-import { createBackends } from './backends/index.js'
+import { type BackendsHandle, createBackends } from './backends/index.js'
 import { type Clock, systemClock } from './clock.js'
 import { DEFAULTS, type GatewayConfig, poolSchema } from './config/schema.js'
 import { buildHttpApps, type HttpApps } from './http-apps.js'
@@ -52,6 +52,38 @@ async function withSimulator(config: GatewayConfig, logger: Logger): Promise<[Ga
   return [{ ...config, backends: { ...config.backends, pools } }, sim]
 }
 
+/**
+ * One info line naming the pools, their endpoints (by name: URLs may carry credentials),
+ * engine, and whether the simulator is on, e.g.
+ * `pools: sim (vllm, 2 endpoints: sim-0, sim-1, models: meta-llama/Llama-3.1-8B-Instruct, *); simulator on`.
+ */
+function logStartup(logger: Logger, backends: BackendsHandle, simulator: boolean): void {
+  const pools = backends.pools().map((p) => {
+    const c = p.config
+    const endpoints = p.allEndpoints().map((e) => e.name)
+    const discovery = c.discovery === undefined ? undefined : `dns ${c.discovery.name}:${c.discovery.port}`
+    return {
+      name: p.name,
+      engine: c.engine,
+      models: c.models,
+      endpoints,
+      ...(discovery ? { discovery } : {}),
+    }
+  })
+  const text = pools
+    .map((p) => {
+      const where =
+        p.discovery ??
+        `${p.endpoints.length} endpoint${p.endpoints.length === 1 ? '' : 's'}: ${p.endpoints.join(', ')}`
+      return `${p.name} (${p.engine}, ${where}, models: ${p.models.join(', ')})`
+    })
+    .join('; ')
+  logger.info(
+    { pools, simulator },
+    `pools: ${text === '' ? 'none' : text}; simulator ${simulator ? 'on' : 'off'}`,
+  )
+}
+
 export async function createRuntime(
   base: GatewayConfig,
   logger: Logger,
@@ -82,6 +114,7 @@ export async function createRuntime(
     state: { slo: () => telemetry?.state() },
   })
   backends.start()
+  logStartup(logger, backends, sim !== undefined)
   return {
     apps,
     config,

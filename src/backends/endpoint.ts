@@ -9,6 +9,7 @@
 import { Client, Pool } from 'undici'
 import type { Clock } from '../clock.js'
 import type { GatewayConfig, PoolConfig } from '../config/schema.js'
+import { sameFamily, sniffEngine } from './adapters/sniff.js'
 import { Breaker } from './breaker.js'
 import { Ledger, type LedgerEntryHandle } from './ledger.js'
 import { correctLoad } from './load-correction.js'
@@ -73,6 +74,7 @@ export class PoolEndpoint implements Endpoint {
   private leaving = false
   private closing: Promise<void> | undefined
   private onDrained: (() => void) | undefined
+  private engineHinted = false
 
   constructor(
     readonly name: string,
@@ -260,10 +262,24 @@ export class PoolEndpoint implements Endpoint {
       if (before !== undefined && !before.ok) this.deps.logger?.info(log, 'backend metrics back')
       return
     }
+    if (verdict === 'unreadable' && outcome.ok) this.hintEngine(outcome.body)
     const { failure, detail } = this.state.last ?? {}
     // logged when the failure starts or changes kind, not on every retry
     if (before?.failure !== failure)
       this.deps.logger?.warn({ ...log, failure, detail }, 'backend metrics failing')
+  }
+
+  /** Once per endpoint: metrics the pool's adapter cannot read that look like another engine's. */
+  private hintEngine(body: string): void {
+    if (this.engineHinted) return
+    const engine = this.deps.pool.engine
+    const looksLike = sniffEngine(body)
+    if (looksLike === undefined || sameFamily(looksLike, engine)) return
+    this.engineHinted = true
+    this.deps.logger?.warn(
+      { pool: this.deps.pool.name, backend: this.name, engine, looksLike },
+      `endpoint ${this.name}: its ${this.deps.pool.metrics_path} look like ${looksLike}'s, not ${engine}'s; set engine: ${looksLike} (serve --engine ${looksLike} with --upstream)`,
+    )
   }
 
   snapshot(): object {

@@ -1,15 +1,29 @@
+import { readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../helpers/cli.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream } from '../helpers/upstream.js'
 
-const BAD = join(import.meta.dirname, '..', 'fixtures', 'config', 'three-mistakes.yaml')
+const ROOT = join(import.meta.dirname, '..', '..')
+const BAD = join(ROOT, 'test', 'fixtures', 'config', 'three-mistakes.yaml')
+const HIDDEN = join(ROOT, 'test', 'fixtures', 'config', 'hidden-errors.yaml')
 const EXPECTED = [
   "server.port: expected a number, got 'eighty'",
   "backends.pools[0].endpoints[1]: expected an http(s) URL, got 'localhost'",
-  "backends.pools[0]: unknown key 'scrape_intervall_ms'",
+  "backends.pools[0]: unknown key 'scrape_intervall_ms': did you mean 'scrape_interval_ms'?",
 ]
+const LOCAL = ['--set', 'server.host=127.0.0.1']
+
+/** Holds a port on 127.0.0.1, as another process would. */
+async function occupyPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve))
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return { port: address.port, server }
+}
 
 describe('slo-gateway CLI', () => {
   it('check-config prints all three mistakes with their paths and exits 1', async () => {
@@ -31,6 +45,66 @@ describe('slo-gateway CLI', () => {
     expect(p.stdout).not.toContain('listening')
   })
 
+  it('check-config reports every problem in one pass, in file order, and flags as given', async () => {
+    const p = runCli(['check-config', HIDDEN, '--set', 'classes.interactive.slo.ttft_ms=abc'])
+    expect(await p.exited).toBe(1)
+    const lines = p.stderr.split('\n').filter((l) => l.startsWith('  '))
+    expect(lines.map((l) => l.trim().split(': ').slice(0, 2).join(': '))).toEqual([
+      `${HIDDEN}: server`,
+      `${HIDDEN}: classes.Gold`,
+      `${HIDDEN}: classes.silver.priority`,
+      `${HIDDEN}: classes.silver.max_kv_usage`,
+      `${HIDDEN}: classes.silver.reject_on_ttft`,
+      `${HIDDEN}: classes.silver.degrade[0].model`,
+      `${HIDDEN}: backends.pools[1]`,
+      `${HIDDEN}: backends.pools[1].name`,
+      '--set classes.interactive.slo.ttft_ms=abc: classes.interactive.slo.ttft_ms',
+    ])
+    expect(p.stderr).toContain("server: unknown key 'admin_prot': did you mean 'admin_port'?")
+    expect(p.stderr).toContain('classes.Gold: class names are lower-case letters, digits, _ and -')
+  })
+
+  it('check-config of the embedded default notes that the simulator adds the pool', async () => {
+    const p = runCli([
+      'check-config',
+      join(ROOT, 'config', 'gateway.yaml'),
+      '--set',
+      'simulator.enabled=false',
+    ])
+    expect(await p.exited).toBe(1)
+    expect(p.stderr).toContain('backends.pools: no pool configured')
+    const ok = runCli(['check-config', join(ROOT, 'config', 'gateway.yaml')])
+    expect(await ok.exited).toBe(0)
+    expect(ok.stdout).toContain(
+      "backends.pools: note: none configured: the built-in simulator (simulator.enabled) adds pool 'sim'",
+    )
+  })
+
+  it('--version and -v print the package version', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    for (const flag of ['--version', '-v']) {
+      const p = runCli([flag])
+      expect(await p.exited, flag).toBe(0)
+      expect(p.stdout, flag).toBe(`${version}\n`)
+    }
+  })
+
+  it("an unknown flag is a usage error (exit 2) naming the flag, with that command's usage", async () => {
+    const serve = runCli(['serve', '--upstrem', 'http://h:1'])
+    expect(await serve.exited).toBe(2)
+    expect(serve.stderr).toMatch(
+      /^slo-gateway serve: unknown option '--upstrem': did you mean --upstream\?\n/,
+    )
+    expect(serve.stderr).toContain('Usage: slo-gateway serve [options]')
+    const check = runCli(['check-config', BAD, '--frob'])
+    expect(await check.exited).toBe(2)
+    expect(check.stderr).toMatch(/^slo-gateway check-config: unknown option '--frob'\n/)
+    expect(check.stderr).toContain('Usage: slo-gateway check-config FILE')
+    const sim = runCli(['sim', '--frob'])
+    expect(await sim.exited).toBe(2)
+    expect(sim.stderr).toContain('--frob')
+  })
+
   it('every command has --help, and an unknown command is a usage error', async () => {
     for (const cmd of ['serve', 'check-config', 'sim']) {
       const p = runCli([cmd, '--help'])
@@ -40,6 +114,105 @@ describe('slo-gateway CLI', () => {
     const bad = runCli(['frobnicate'])
     expect(await bad.exited).toBe(2)
     expect(bad.stderr).toContain("unknown command 'frobnicate'")
+  })
+})
+
+describe('ports in use', () => {
+  it('the public port: one line, exit 1, and the simulator never starts', async () => {
+    const { port, server } = await occupyPort()
+    try {
+      const p = runCli(['serve', '--port', String(port), '--admin-port', '0', ...LOCAL])
+      expect(await p.exited).toBe(1)
+      expect(p.stderr).toBe(`slo-gateway: port ${port} is in use: use --port or SLO_GATEWAY_PORT\n`)
+      expect(p.stdout).not.toContain('built-in simulator started')
+    } finally {
+      server.close()
+    }
+  })
+
+  it('the admin port (on 127.0.0.1 by default): the same, naming its flag', async () => {
+    const { port, server } = await occupyPort()
+    try {
+      const p = runCli(['serve', '--port', '0', ...LOCAL], { SLO_GATEWAY_ADMIN_PORT: String(port) })
+      expect(await p.exited).toBe(1)
+      expect(p.stderr).toBe(
+        `slo-gateway: admin port ${port} is in use: use --admin-port or SLO_GATEWAY_ADMIN_PORT\n`,
+      )
+      expect(p.stdout).not.toContain('built-in simulator started')
+    } finally {
+      server.close()
+    }
+  })
+})
+
+describe('serve --upstream: the engine', () => {
+  let up: FakeUpstream
+  beforeAll(async () => {
+    const sglang = readFileSync(join(ROOT, 'test', 'fixtures', 'metrics', 'sglang.txt'), 'utf8')
+    // the fake upstream's own /metrics are vLLM's: the SGLang text is served on another path
+    up = await startUpstream((req, res) => {
+      if (req.url === '/sglang/metrics') res.writeHead(200, { 'content-type': 'text/plain' }).end(sglang)
+      else res.writeHead(404).end()
+    })
+  })
+  afterAll(() => up.close())
+
+  const serve = (...extra: string[]) =>
+    runCli([
+      'serve',
+      '--upstream',
+      up.url.replace('http://', 'http://user:secret@'),
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      ...LOCAL,
+      '--set',
+      'backends.pools[0].metrics_path=/sglang/metrics',
+      ...extra,
+    ])
+
+  it('logs the pools at startup, and once per endpoint that its metrics look like another engine', async () => {
+    const p = serve()
+    try {
+      const startup = await p.waitForLog((l) => Array.isArray(l.pools))
+      expect(startup.pools).toEqual([
+        { name: 'default', engine: 'vllm', models: ['*'], endpoints: ['default-0'] },
+      ])
+      expect(startup.simulator).toBe(false)
+      expect(startup.msg).toBe('pools: default (vllm, 1 endpoint: default-0, models: *); simulator off')
+      const hint = await p.waitForLog((l) => l.looksLike !== undefined)
+      expect(hint.msg).toMatch(
+        /^endpoint default-0: its \/sglang\/metrics look like sglang's, not vllm's; set engine: sglang/,
+      )
+      await sleep(600) // several more scrapes of the same text
+      expect(p.stdout.split('\n').filter((l) => l.includes('"looksLike"'))).toHaveLength(1)
+      expect(p.stdout).not.toContain('secret')
+    } finally {
+      p.child.kill('SIGTERM')
+      await p.exited
+    }
+  })
+
+  it('--engine sglang reads them: the pool is ready and no hint is logged', async () => {
+    const p = serve('--engine', 'sglang')
+    try {
+      const startup = await p.waitForLog((l) => Array.isArray(l.pools))
+      expect((startup.pools as { engine: string }[])[0]?.engine).toBe('sglang')
+      const listening = await p.waitForLog((l) => typeof l.adminPort === 'number')
+      let ready = 0
+      for (let i = 0; i < 100 && ready !== 200; i++) {
+        const r = await request(`http://127.0.0.1:${listening.adminPort}/readyz`)
+        await r.body.dump()
+        ready = r.statusCode
+        if (ready !== 200) await sleep(50)
+      }
+      expect(ready).toBe(200)
+      expect(p.stdout).not.toContain('"looksLike"')
+    } finally {
+      p.child.kill('SIGTERM')
+      await p.exited
+    }
   })
 })
 
