@@ -18,6 +18,7 @@
  * in the order it was built.
  */
 import type { Clock } from './clock.js'
+import type { GatewayError } from './errors.js'
 import type { Ticket } from './ticket.js'
 
 /** How an exchange with an endpoint ended, as the breaker sees it. */
@@ -53,6 +54,7 @@ export class Exchange {
   private readonly own: ExchangeObserver[] = []
   private readonly shared: readonly ExchangeObserver[]
   private fired = 0
+  private stopper: ((err: GatewayError) => void) | undefined = undefined
 
   constructor(ticket: Ticket, clock: Clock, shared: readonly ExchangeObserver[]) {
     this.ticket = ticket
@@ -67,6 +69,20 @@ export class Exchange {
 
   get isEnded(): boolean {
     return (this.fired & ENDED) !== 0
+  }
+
+  /**
+   * Who can end this exchange early, with an error for the client: the stage holding it
+   * (admission while it is queued, forward while it is sent). The last one set wins.
+   */
+  onStop(stopper: (err: GatewayError) => void): void {
+    this.stopper = stopper
+  }
+
+  /** Ends the exchange early (the gateway is going away): the client gets `err`. */
+  stop(err: GatewayError): void {
+    if (this.fired & ENDED) return
+    this.stopper?.(err)
   }
 
   dispatched(backend: string): void {

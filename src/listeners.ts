@@ -107,6 +107,8 @@ export async function listen(apps: HttpApps, opts: ListenOptions = {}): Promise<
           { inflight: apps.pipeline.inFlight },
           'grace period over; closing with requests in flight',
         )
+        // each one still open ends with GW_ERR_DRAINING (a stream: its final error event)
+        await apps.pipeline.stopAll()
         apps.app.server.closeAllConnections()
       }
       await apps.app.close()

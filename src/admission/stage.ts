@@ -47,6 +47,13 @@ function waitFor(r: GatewayRequest, queued: Queued): Promise<StageResult> {
       resolve(ENDED)
     }
     r.res.once('close', onClose)
+    // the gateway is going away: out of the queue, refused with the drain's error
+    r.exchange.onStop((err) => {
+      if (queued.cancel()) {
+        r.res.off('close', onClose)
+        resolve(err)
+      }
+    })
     void queued.lease.then((lease) => {
       r.res.off('close', onClose)
       if (lease instanceof GatewayError) return resolve(lease)

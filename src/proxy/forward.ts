@@ -68,6 +68,8 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
   private json: JsonObserver | undefined
   private headersSent = false
   private clientGone = false
+  /** Ended by the gateway (drain): the client has its answer; the upstream is aborted. */
+  private stopped = false
   private done = false
   private readonly onClientClose = () => {
     if (this.done || this.r.res.writableFinished) return
@@ -81,6 +83,35 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
     // the client may have left while the request was queued, before this listener
     this.clientGone = r.res.destroyed
     r.res.on('close', this.onClientClose)
+    r.exchange.onStop((err) => this.stop(err))
+  }
+
+  /**
+   * Ends the exchange for the gateway's own reason (the drain's grace period is over): the
+   * client gets `err` as the error response, or as a stream's final error event; the
+   * upstream request is aborted. The request failed (the service's fault, not the client's).
+   */
+  stop(err: GatewayError): void {
+    if (this.done || this.stopped) return
+    this.stopped = true
+    const { res } = this.r
+    const ticket = this.r.exchange.ticket
+    ticket.outcome = 'failed'
+    ticket.errorCode = err.code
+    if (!this.headersSent) {
+      ticket.status = err.status
+      if (!res.destroyed) {
+        res.writeHead(err.status, { ...errorHeaders(err), ...this.r.extraHeaders })
+        res.end(err.toJSON())
+      }
+    } else if (this.sse !== undefined) {
+      this.sse.discard()
+      res.end(streamErrorEvent(err.toBody()))
+    } else {
+      res.destroy()
+    }
+    if (this.controller === undefined) this.finish('client_abort')
+    else this.controller.abort(new ClientGoneError('stopped by the gateway'))
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -93,6 +124,7 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
+    if (this.stopped) return
     const { exchange, res } = this.r
     exchange.responseStarted(statusCode)
     const out = clientResponseHeaders(headers)
@@ -113,7 +145,7 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.clientGone) return
+    if (this.clientGone || this.stopped) return
     let out = chunk
     if (this.sse !== undefined) {
       out = this.sse.push(chunk)
@@ -128,6 +160,7 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    if (this.stopped) return this.finish('client_abort')
     const { res } = this.r
     const ticket = this.r.exchange.ticket
     if (this.sse !== undefined) {
@@ -146,6 +179,7 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
 
   /** Ends the exchange after a transport failure or an abort. */
   fail(err: Error): void {
+    if (this.stopped) return this.finish('client_abort')
     const { res } = this.r
     const ticket = this.r.exchange.ticket
     if (this.clientGone || err instanceof ClientGoneError) {

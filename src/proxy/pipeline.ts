@@ -31,6 +31,8 @@ export class Pipeline {
   private readonly observers: readonly ExchangeObserver[]
   private inflight = 0
   private idleWaiters: (() => void)[] = []
+  /** The exchanges not ended yet (for stopAll). */
+  private readonly live = new Map<Ticket, GatewayRequest>()
   draining = false
 
   constructor(deps: PipelineDeps) {
@@ -38,7 +40,7 @@ export class Pipeline {
     this.clock = deps.clock
     this.logger = deps.logger
     // the in-flight count hears the end last, once everything else has
-    this.observers = [...deps.observers, { ended: () => this.left() }]
+    this.observers = [...deps.observers, { ended: (t) => this.left(t) }]
   }
 
   get inFlight(): number {
@@ -57,7 +59,7 @@ export class Pipeline {
     t.route = request.routeOptions.url ?? 'unmatched'
     this.inflight++
     reply.hijack()
-    return {
+    const r: GatewayRequest = {
       ticket: t,
       exchange: new Exchange(t, this.clock, this.observers),
       method: request.method,
@@ -70,6 +72,28 @@ export class Pipeline {
       pool: undefined,
       lease: undefined,
     }
+    this.live.set(t, r)
+    return r
+  }
+
+  /**
+   * Ends every exchange still open with GW_ERR_DRAINING (the drain's grace period is
+   * over): a queued request is refused, a request at an endpoint gets the error response
+   * or, mid-stream, the final error event, and its upstream request is aborted. Resolves
+   * when those answers have been handed to the sockets (at most `flushMs` later).
+   */
+  async stopAll(flushMs = 500): Promise<void> {
+    const err = new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 })
+    const flushed: Promise<unknown>[] = []
+    for (const r of [...this.live.values()]) {
+      r.exchange.stop(err)
+      if (!r.res.writableFinished && !r.res.destroyed) {
+        flushed.push(new Promise((resolve) => r.res.once('close', resolve).once('finish', resolve)))
+      }
+    }
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(flushed), new Promise((resolve) => (timer = setTimeout(resolve, flushMs)))])
+    clearTimeout(timer)
   }
 
   /** Runs the stages from `from` on. Never throws. */
@@ -122,7 +146,8 @@ export class Pipeline {
     this.refuse(r, new GatewayError('GW_ERR_INTERNAL', {}, { cause: err }))
   }
 
-  private left(): void {
+  private left(t: Ticket): void {
+    this.live.delete(t)
     if (--this.inflight === 0 && this.idleWaiters.length > 0) {
       const waiters = this.idleWaiters
       this.idleWaiters = []
