@@ -214,7 +214,9 @@ export class PoolEndpoint implements Endpoint {
     // A server that did not answer in time is wedged for whoever it holds: while the pool
     // has another endpoint to send to, one such timeout is enough to eject it.
     const ejectNow =
-      result === 'timeout' && this.deps.pool.ejection.on_first_timeout && this.deps.othersUsable?.(this) === true
+      result === 'timeout' &&
+      this.deps.pool.ejection.on_first_timeout &&
+      this.deps.othersUsable?.(this) === true
     this.breaker.onResult(result, lease.probe, ejectNow)
     if (this.leaving && this.ledger.requests === 0) this.onDrained?.()
   }

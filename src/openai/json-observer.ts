@@ -3,8 +3,8 @@
  * cap) while the bytes are relayed, and reads `usage` and the finish reason at the end.
  */
 import { isRecord } from '../is-record.js'
-import { responsesOutcome } from './sse-relay.js'
 import type { Ticket } from '../ticket.js'
+import { responsesOutcome } from './sse-relay.js'
 
 /** Responses larger than this are relayed without being read (e.g. big embedding batches). */
 const MAX_OBSERVED_BYTES = 1024 * 1024

@@ -14,9 +14,8 @@ import { upstreamModel } from '../backends/index.js'
 import { GatewayError } from '../errors.js'
 import type { Stage, StageDeps } from '../gateway-request.js'
 import { isRecord } from '../is-record.js'
-import { promptSize, readFields, requestStreamUsage } from './request-fields.js'
-
 import type { GenerationApi } from '../ticket.js'
+import { promptSize, readFields, requestStreamUsage } from './request-fields.js'
 
 /** The routes admission governs, and their API. */
 const GENERATION_ROUTES: readonly [string, GenerationApi][] = [

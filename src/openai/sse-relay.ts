@@ -147,7 +147,8 @@ export class SseRelay {
  * is a token; the final `response.completed` / `response.incomplete` carries the usage and
  * how it ended. Never dropped: the API always sends its usage.
  */
-const RESPONSES_CONTENT = /^response\.(output_text|refusal|reasoning_text|reasoning_summary_text|function_call_arguments)\.delta$/
+const RESPONSES_CONTENT =
+  /^response\.(output_text|refusal|reasoning_text|reasoning_summary_text|function_call_arguments)\.delta$/
 
 export function responsesOutcome(response: unknown): { usage?: Usage; finishReason?: string } {
   if (!isRecord(response)) return {}

@@ -13,9 +13,9 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Dispatcher } from 'undici'
 import type { EndpointResult, Lease } from '../backends/types.js'
+import type { ClassConfig } from '../config/schema.js'
 import { type ErrorCode, errorHeaders, GatewayError } from '../errors.js'
 import type { Exchange } from '../exchange.js'
-import type { ClassConfig } from '../config/schema.js'
 import type { GatewayRequest, Stage, StageDeps } from '../gateway-request.js'
 import { JsonObserver } from '../openai/json-observer.js'
 import { SseRelay, streamErrorEvent } from '../openai/sse-relay.js'
@@ -160,7 +160,10 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    if (this.stopped) return this.finish('client_abort')
+    if (this.stopped) {
+      this.finish('client_abort')
+      return
+    }
     const { res } = this.r
     const ticket = this.r.exchange.ticket
     if (this.sse !== undefined) {
@@ -179,7 +182,10 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
 
   /** Ends the exchange after a transport failure or an abort. */
   fail(err: Error): void {
-    if (this.stopped) return this.finish('client_abort')
+    if (this.stopped) {
+      this.finish('client_abort')
+      return
+    }
     const { res } = this.r
     const ticket = this.r.exchange.ticket
     if (this.clientGone || err instanceof ClientGoneError) {
@@ -275,7 +281,8 @@ export function headersTimeoutMs(t: Ticket, cls: ClassConfig | undefined, ceilin
   if (slo?.ttft_ms !== undefined) {
     bound = t.stream ? slo.ttft_ms : slo.ttft_ms + (slo.tpot_ms ?? 0) * t.expectedOutputTokens
   }
-  if (slo?.e2e_ms !== undefined && (bound === undefined || !t.stream)) bound = Math.min(bound ?? slo.e2e_ms, slo.e2e_ms)
+  if (slo?.e2e_ms !== undefined && (bound === undefined || !t.stream))
+    bound = Math.min(bound ?? slo.e2e_ms, slo.e2e_ms)
   if (bound === undefined) return ceilingMs
   return Math.min(ceilingMs, Math.max(HEADERS_FLOOR_MS, HEADERS_SLO_FACTOR * bound))
 }

@@ -92,7 +92,10 @@ export class Pipeline {
       }
     }
     let timer: NodeJS.Timeout | undefined
-    await Promise.race([Promise.all(flushed), new Promise((resolve) => (timer = setTimeout(resolve, flushMs)))])
+    await Promise.race([
+      Promise.all(flushed),
+      new Promise((resolve) => (timer = setTimeout(resolve, flushMs))),
+    ])
     clearTimeout(timer)
   }
 

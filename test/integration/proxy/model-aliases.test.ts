@@ -28,7 +28,9 @@ beforeAll(async () => {
     await startSim({ replicas: 1, port: 0, profile: 'tiny', host: '127.0.0.1', modelName: BIG }),
     await startSim({ replicas: 1, port: 0, profile: 'tiny', host: '127.0.0.1', modelName: SMALL }),
   ]
-  const raw = parse(readFileSync(join(import.meta.dirname, '../../../config/examples/two-models.yaml'), 'utf8'))
+  const raw = parse(
+    readFileSync(join(import.meta.dirname, '../../../config/examples/two-models.yaml'), 'utf8'),
+  )
   // the example's servers, replaced by the simulators (and DNS discovery by a static list)
   raw.server = { port: 0, admin_port: 0, host: '127.0.0.1', admin_host: '127.0.0.1' }
   raw.log = { level: 'warn' }
