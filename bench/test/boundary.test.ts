@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -23,5 +24,17 @@ describe('the bench stays out of the package', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }
     expect(build.include).toEqual(['src'])
     expect(pkg.files).toEqual(['dist', 'config'])
+  })
+
+  it('npm pack lists no benchmark or test file', () => {
+    const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    })
+    const files = (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path)
+    expect(files).toContain('package.json')
+    expect(files.filter((p) => /(^|\/)(bench|test|tests|scripts)\//.test(p) || /\.test\./.test(p))).toEqual(
+      [],
+    )
   })
 })
