@@ -6,95 +6,18 @@
  * class. It runs when something can have changed: a request arrives, a request ends
  * (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
  */
-import type { BackendPool, Endpoint, EndpointResult, Lease } from '../backends/types.js'
+import type { BackendPool, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import type { Ticket } from '../ticket.js'
 import { ClassQueues } from './class-queues.js'
-import type { Admitted, Queued } from './face.js'
+import type { Admitted } from './face.js'
 import { EndpointGates } from './gate.js'
 import { TtftMargin } from './margin.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
+import { AdmittedLease, Waiting } from './waiting.js'
 
-/** A request admitted to a pool, from its decision until it ends. */
-export class Waiting implements Queued {
-  /** Unique per request (a client's x-request-id need not be). */
-  readonly id: string
-  readonly lease: Promise<Lease | GatewayError>
-  /** The estimator's server-side features at dispatch (set by the dispatcher). */
-  serverFeatures: readonly number[] | undefined = undefined
-  /** Set when placed in a queue. */
-  owner: PoolAdmission | undefined = undefined
-  private settle: (r: Lease | GatewayError) => void = () => {}
-
-  constructor(
-    readonly ticket: Ticket,
-    readonly className: string,
-    readonly promptTokens: number,
-    /** KV tokens to reserve: prompt + choices x expected output. */
-    readonly kvTokens: number,
-    /** The prediction made on arrival (the estimator learns from its outcome). */
-    readonly prediction: Prediction,
-  ) {
-    this.id = String(++waitingSeq)
-    this.lease = new Promise((resolve) => {
-      this.settle = resolve
-    })
-  }
-
-  cancel(): boolean {
-    return this.owner?.cancel(this) ?? false
-  }
-
-  /** Dispatched from the queue, or shed from it. */
-  resolve(r: Lease | GatewayError): void {
-    this.settle(r)
-  }
-}
-
-let waitingSeq = 0
-
-/**
- * The lease of an admitted request: the endpoint's lease, plus admission's observer of
- * the exchange. The prompt counts in the endpoint's prefill budget until it is prefilled;
- * each token gap feeds the endpoint's decode guard; at the end the endpoint's lease is
- * released first, then the estimator learns and the dispatcher runs.
- */
-class AdmittedLease implements Lease {
-  private released = false
-  constructor(
-    private readonly inner: Lease,
-    readonly w: Waiting,
-    private readonly owner: PoolAdmission,
-    private readonly uncount: () => void,
-  ) {}
-
-  get endpoint(): Endpoint {
-    return this.inner.endpoint
-  }
-
-  prefilled(): void {
-    this.uncount()
-    this.owner.schedulePump()
-  }
-
-  tokenGap(_t: Ticket, gapMs: number, now: number): void {
-    this.owner.observeGap(this.inner.endpoint.name, gapMs, now)
-  }
-
-  ended(_t: Ticket, result: EndpointResult | undefined): void {
-    this.release(result ?? 'client_abort')
-  }
-
-  release(result: EndpointResult): void {
-    this.inner.release(result)
-    this.uncount()
-    if (this.released) return
-    this.released = true
-    this.owner.finished(this.w, this.inner.endpoint.name)
-  }
-}
+export { Waiting }
 
 const PROMPT_ALPHA = 0.05
 
