@@ -1,19 +1,7 @@
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, DEFAULT_CONFIG_FILE, loadConfig } from '../../../src/config/load.js'
+import { DEFAULT_CONFIG_FILE, loadConfig } from '../../../src/config/load.js'
 import { editDistance, nearest } from '../../../src/config/suggest.js'
-
-const fixture = (name: string) => join(import.meta.dirname, '../../fixtures/config', name)
-
-function problems(fn: () => unknown): readonly string[] {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  throw new Error('expected a ConfigError')
-}
+import { fixture, problems } from './helpers.js'
 
 const noSim = 'simulator.enabled=false'
 

@@ -1,18 +1,6 @@
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, DEFAULT_CONFIG_FILE, loadConfig } from '../../../src/config/load.js'
-
-const fixture = (name: string) => join(import.meta.dirname, '../../fixtures/config', name)
-
-function problems(fn: () => unknown): readonly string[] {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems
-    throw err
-  }
-  throw new Error('expected a ConfigError')
-}
+import { DEFAULT_CONFIG_FILE, loadConfig } from '../../../src/config/load.js'
+import { fixture, problems } from './helpers.js'
 
 describe('loadConfig', () => {
   it('reports every mistake with the file, the path and what was expected', () => {
