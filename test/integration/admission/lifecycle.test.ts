@@ -81,7 +81,7 @@ describe('admission lifecycle through the gateway', () => {
     const outcomes: string[] = []
     const one = async (i: number) => {
       const ac = new AbortController()
-      const abortAfter = rnd() * 300
+      const abortAfter = rnd() * 600
       const timer = setTimeout(() => ac.abort(), abortAfter)
       try {
         const res = await request(`${gw.url}/v1/chat/completions`, {
