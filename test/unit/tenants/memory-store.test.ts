@@ -15,6 +15,17 @@ function store() {
 let seq = 0
 const id = () => `req-${++seq}`
 
+/** Whether `limiter` admits one more request of tenant `tenant`. */
+async function admits(
+  limiter: MemoryStore,
+  limits: TenantLimits,
+  reserveTokens = 0,
+  more: { tenant?: string; requestId?: string; leaseMs?: number } = {},
+): Promise<boolean> {
+  const d = await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens, ...more })
+  return d.allowed
+}
+
 function refused(d: LimitDecision) {
   if (d.allowed) throw new Error('expected a refusal')
   return d
@@ -39,9 +50,9 @@ describe('memory store: rpm (GCRA)', () => {
     expect(r.requests).toEqual({ limit: 10, remaining: 0, resetMs: 60_000 })
 
     clock.advance(5_999)
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(false)
+    expect(await admits(limiter, limits, 0)).toBe(false)
     clock.advance(1)
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(true)
+    expect(await admits(limiter, limits, 0)).toBe(true)
     const next = refused(await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 }))
     expect(next.retryAfterMs).toBe(6_000)
 
@@ -67,9 +78,9 @@ describe('memory store: rpm (GCRA)', () => {
 
   it('keeps tenants apart', async () => {
     const { limiter } = store()
-    for (let i = 0; i < 10; i++) await limiter.check({ tenant: 'a', requestId: id(), limits, reserveTokens: 0 })
-    expect((await limiter.check({ tenant: 'a', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(false)
-    expect((await limiter.check({ tenant: 'b', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(true)
+    for (let i = 0; i < 10; i++) await admits(limiter, limits, 0, { tenant: 'a' })
+    expect(await admits(limiter, limits, 0, { tenant: 'a' })).toBe(false)
+    expect(await admits(limiter, limits, 0, { tenant: 'b' })).toBe(true)
   })
 })
 
@@ -86,7 +97,7 @@ describe('memory store: tpm (reservation and settle)', () => {
     expect(r.retryAfterMs).toBe(10_000)
     expect(r.tokens?.remaining).toBe(2_000)
     // a smaller request still fits
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 2_000 })).allowed).toBe(true)
+    expect(await admits(limiter, limits, 2_000)).toBe(true)
   })
 
   it('refunds an unused reservation and charges an overrun, once', async () => {
@@ -104,16 +115,15 @@ describe('memory store: tpm (reservation and settle)', () => {
     await limiter.check({ tenant: 't', requestId: chargeId, limits, reserveTokens: 1_000 })
     const c = await limiter.settle({ tenant: 't', requestId: chargeId, limits, usedTokens: 3_000 })
     expect(c.tokens?.remaining).toBe(2_000)
-    expect((await limiter.settle({ tenant: 't', requestId: 'never-admitted', limits, usedTokens: 9 })).settled).toBe(
-      false,
-    )
+    const never = await limiter.settle({ tenant: 't', requestId: 'never-admitted', limits, usedTokens: 9 })
+    expect(never.settled).toBe(false)
   })
 
   it('never overdraws by more than one reservation, even one larger than the bucket', async () => {
     const { limiter } = store()
     const big = id()
     // larger than the whole bucket: admitted when full, leaving a debt
-    expect((await limiter.check({ tenant: 't', requestId: big, limits, reserveTokens: 8_000 })).allowed).toBe(true)
+    expect(await admits(limiter, limits, 8_000, { requestId: big })).toBe(true)
     const r = refused(await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 1 }))
     expect(r.tokens?.remaining).toBe(0)
     // 2 000 of debt and 1 token needed, at 100 tokens/s
@@ -152,12 +162,12 @@ describe('memory store: max_concurrent (leases)', () => {
     expect(r.retryAfterMs).toBe(1_000)
 
     await limiter.settle({ tenant: 't', requestId: a, limits, usedTokens: 0 })
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(true)
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(false)
+    expect(await admits(limiter, limits, 0)).toBe(true)
+    expect(await admits(limiter, limits, 0)).toBe(false)
 
     // the 30 s lease (a crashed replica's, say) frees itself
     clock.advance(30_000)
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(true)
+    expect(await admits(limiter, limits, 0)).toBe(true)
   })
 
   it('says to retry when the next lease expires, when that is sooner than the hint', async () => {
@@ -165,9 +175,8 @@ describe('memory store: max_concurrent (leases)', () => {
     await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0, leaseMs: 5_000 })
     await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0, leaseMs: 5_000 })
     clock.advance(4_700)
-    expect(refused(await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).retryAfterMs).toBe(
-      300,
-    )
+    const r = refused(await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 }))
+    expect(r.retryAfterMs).toBe(300)
   })
 
   it('renews a lease so a long stream keeps its slot; settle after expiry does nothing', async () => {
@@ -180,10 +189,11 @@ describe('memory store: max_concurrent (leases)', () => {
     expect(await limiter.renew({ tenant: 't', requestId: long, leaseMs: 1_000 })).toBe(true)
     clock.advance(200)
     // `lost` expired, `long` holds its slot
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(true)
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(false)
+    expect(await admits(limiter, limits, 0)).toBe(true)
+    expect(await admits(limiter, limits, 0)).toBe(false)
     expect(await limiter.renew({ tenant: 't', requestId: lost })).toBe(false)
-    expect((await limiter.settle({ tenant: 't', requestId: lost, limits, usedTokens: 5 })).settled).toBe(false)
+    const late = await limiter.settle({ tenant: 't', requestId: lost, limits, usedTokens: 5 })
+    expect(late.settled).toBe(false)
   })
 })
 
@@ -195,7 +205,7 @@ describe('memory store: daily token budget', () => {
     const a = id()
     await limiter.check({ tenant: 't', requestId: a, limits, reserveTokens: 600 })
     // the day's charge (600) is under the budget: admitted, overshooting by one reservation at most
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 600 })).allowed).toBe(true)
+    expect(await admits(limiter, limits, 600)).toBe(true)
     const r = refused(await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 1 }))
     expect(r.refusedBy).toBe('daily_tokens')
     expect(r.budgetSpent).toBe(true)
@@ -203,11 +213,11 @@ describe('memory store: daily token budget', () => {
 
     // a refund reopens it
     await limiter.settle({ tenant: 't', requestId: a, limits, usedTokens: 300 })
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 200 })).allowed).toBe(true)
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 1 })).allowed).toBe(false)
+    expect(await admits(limiter, limits, 200)).toBe(true)
+    expect(await admits(limiter, limits, 1)).toBe(false)
 
     clock.advance(DAY_MS / 2)
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 1 })).allowed).toBe(true)
+    expect(await admits(limiter, limits, 1)).toBe(true)
   })
 
   it('names the budget first and waits for every refusing limit', async () => {
@@ -225,7 +235,7 @@ describe('memory store: all limits in one check', () => {
   it('charges nothing when any limit refuses', async () => {
     const { limiter } = store()
     const limits: TenantLimits = { rpm: 100, tpm: 1_000, max_concurrent: 5 }
-    expect((await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 900 })).allowed).toBe(true)
+    expect(await admits(limiter, limits, 900)).toBe(true)
     const r = refused(await limiter.check({ tenant: 't', requestId: id(), limits, reserveTokens: 900 }))
     expect(r.refusedBy).toBe('tpm')
     // the refused request took no rpm slot
