@@ -1,8 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { parseJson, readBody, sendJson } from './http-util.js'
-import { chatFrames, completionFrames } from './openai-chunks.js'
-import { type CompletionSpec, parseChatRequest, parseCompletionRequest } from './openai-parse.js'
+import { chatFrames, completionFrames, responsesFrames } from './openai-chunks.js'
+import {
+  type CompletionSpec,
+  parseChatRequest,
+  parseCompletionRequest,
+  parseResponsesRequest,
+} from './openai-parse.js'
 import { planOutput } from './output-length.js'
 import { blockHashes } from './prefix-hash.js'
 import type { Replica } from './replica.js'
@@ -10,10 +15,16 @@ import { BufferedSink, StreamingSink } from './response-sinks.js'
 import { contextLengthMessage, errorBody, maxTokensTooLargeMessage } from './sim-errors.js'
 import { SimRequest } from './sim-request.js'
 
-/** POST /v1/chat/completions and /v1/completions: faults, validation, then into the engine. */
+const PARSERS = {
+  chat: parseChatRequest,
+  completion: parseCompletionRequest,
+  responses: parseResponsesRequest,
+} as const
+
+/** POST /v1/chat/completions, /v1/completions and /v1/responses: faults, validation, then into the engine. */
 export async function handleCompletion(
   r: Replica,
-  kind: 'chat' | 'completion',
+  kind: CompletionSpec['kind'],
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -38,7 +49,7 @@ export async function handleCompletion(
   }
   const json = parseJson(text)
   if (!json.ok) return sendJson(res, 400, errorBody(400, 'The request body is not valid JSON.'))
-  const parsed = kind === 'chat' ? parseChatRequest(json.value) : parseCompletionRequest(json.value)
+  const parsed = PARSERS[kind](json.value)
   if (!parsed.ok) return sendJson(res, 400, errorBody(400, parsed.message, parsed.param))
   const spec = parsed.spec
   if (spec.model !== undefined && spec.model !== r.modelName) {
@@ -70,7 +81,9 @@ function admit(r: Replica, spec: CompletionSpec, res: ServerResponse): void {
   const frames =
     spec.kind === 'chat'
       ? chatFrames(`chatcmpl-${hex}`, created, r.modelName)
-      : completionFrames(`cmpl-${hex}`, created, r.modelName)
+      : spec.kind === 'responses'
+        ? responsesFrames(hex, created, r.modelName)
+        : completionFrames(`cmpl-${hex}`, created, r.modelName)
   let done = false
   const onDone = (): void => {
     done = true

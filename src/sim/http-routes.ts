@@ -54,6 +54,7 @@ const ROUTES: Readonly<Record<string, Readonly<Record<string, Handler>>>> = {
   '/prometheus/metrics': { GET: metrics },
   '/v1/chat/completions': { POST: (r, req, res) => void handleCompletion(r, 'chat', req, res) },
   '/v1/completions': { POST: (r, req, res) => void handleCompletion(r, 'completion', req, res) },
+  '/v1/responses': { POST: (r, req, res) => void handleCompletion(r, 'responses', req, res) },
   '/admin/faults': {
     GET: (r, _req, res) => sendJson(res, 200, JSON.stringify(r.faults.describe())),
     DELETE: (r, _req, res) => {

@@ -3,7 +3,7 @@ import { chatPromptTokens, completionPromptTokens } from './prompt-tokens.js'
 
 /** The parts of an OpenAI completion request the simulator acts on, parsed from untrusted JSON. */
 export interface CompletionSpec {
-  readonly kind: 'chat' | 'completion'
+  readonly kind: 'chat' | 'completion' | 'responses'
   readonly model: string | undefined
   readonly promptTokens: number
   /** Canonical prompt for prefix-cache hashing: text, or the token ids given. */
@@ -86,6 +86,55 @@ export function parseChatRequest(body: unknown): SpecResult {
     spec: {
       kind: 'chat',
       ...common,
+      promptTokens: chatPromptTokens(chars, messages.length),
+      prefixSource: text,
+    },
+  }
+}
+
+/** Text of one Responses API content: a string, or parts with `text` (input_text, output_text). */
+function responsesContent(content: unknown): string | null {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return null
+  let text = ''
+  for (const part of content) if (isRecord(part) && typeof part.text === 'string') text += part.text
+  return text
+}
+
+/**
+ * POST /v1/responses (the Responses API, as vLLM serves it): `input` is a string (one user
+ * message) or an array of messages; `instructions` is a system message; the output limit
+ * is `max_output_tokens`. Prompt tokens follow the chat rule.
+ */
+export function parseResponsesRequest(body: unknown): SpecResult {
+  if (!isRecord(body)) return fail('request body must be a JSON object')
+  const common = parseCommon(body, ['max_output_tokens'])
+  if ('ok' in common) return common
+  const messages: [string, string][] = []
+  if (typeof body.instructions === 'string') messages.push(['system', body.instructions])
+  const input = body.input
+  if (typeof input === 'string') messages.push(['user', input])
+  else if (Array.isArray(input) && input.length > 0) {
+    for (let i = 0; i < input.length; i++) {
+      const item: unknown = input[i]
+      const content = isRecord(item) ? responsesContent(item.content) : null
+      if (!isRecord(item) || typeof item.role !== 'string' || content === null)
+        return fail(`input[${i}] must be a message with a role and a content`, 'input')
+      messages.push([item.role, content])
+    }
+  } else return fail('input must be a string or a non-empty array of messages', 'input')
+  let chars = 0
+  let text = ''
+  for (const [role, content] of messages) {
+    chars += content.length
+    text += `\u0001${role}\u0002${content}`
+  }
+  return {
+    ok: true,
+    spec: {
+      kind: 'responses',
+      ...common,
+      includeUsage: true,
       promptTokens: chatPromptTokens(chars, messages.length),
       prefixSource: text,
     },

@@ -19,9 +19,11 @@ export class StreamingSink implements TokenSink {
       this.res.write(chunk)
       return
     }
-    const tail = this.includeUsage ? this.frames.usage(req.promptTokens, n) : ''
+    const tail =
+      this.frames.streamEnd?.(req.promptTokens, n, finish) ??
+      (this.includeUsage ? this.frames.usage(req.promptTokens, n) : '') + SSE_DONE
     this.onDone()
-    this.res.end(chunk + tail + SSE_DONE)
+    this.res.end(chunk + tail)
   }
 }
 
