@@ -8,12 +8,16 @@ import { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
 import type { AdmissionControl, Admitted } from './face.js'
 
-/** No endpoint of the pool can take the request now. */
+/**
+ * No endpoint of the pool can take the request now. Retry-After: when one is expected
+ * back (its ejection ends, a scrape makes it fresh), and never sooner than the next scrape,
+ * which is the soonest the gateway can know of a change.
+ */
 export function noBackend(t: Ticket, pool: BackendPool): GatewayError {
   return new GatewayError(
     'GW_ERR_NO_BACKEND',
     { model: t.model ?? pool.name },
-    { retryAfterMs: pool.retryAfterMs() },
+    { retryAfterMs: Math.max(pool.config.scrape_interval_ms, pool.retryAfterMs()) },
   )
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Admission } from '../../../src/admission/admission.js'
+import { noBackend } from '../../../src/admission/pass-through.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { errorHeaders } from '../../../src/errors.js'
@@ -118,6 +119,8 @@ describe('admission decision', () => {
     main.endpointsUp = 0
     const d = admission.decide(input(main))
     expect(d.kind === 'reject' && d.error.rejectReason).toBe('no_backend')
+    // never sooner than the next scrape (the pool says 1 s here; a pool saying 0 gets the interval)
+    expect(d.kind === 'reject' && d.error.retryAfterMs).toBeGreaterThanOrEqual(main.config.scrape_interval_ms)
   })
 
   it('refuses an unknown class with a 400', () => {
@@ -163,5 +166,18 @@ describe('a request that cannot succeed by waiting', () => {
     expect(warnings[0]).toContain('interactive TTFT objective (5 ms) is below the least TTFT pool main')
     const state = admission.state() as { pools: { unreachableObjectives: { class: string }[] }[] }
     expect(state.pools[0]?.unreachableObjectives.map((u) => u.class)).toEqual(['interactive'])
+  })
+})
+
+describe('no_backend', () => {
+  it('never says retry at once, even when the pool reports an endpoint usable again', () => {
+    const pool = new FakePool('main', ['m'])
+    pool.retryAfterMs = () => 0
+    const t = new Ticket('t', 'POST', '/v1/embeddings', 0)
+    const err = noBackend(t, pool)
+    expect(err.retryAfterMs).toBe(pool.config.scrape_interval_ms)
+    const h = errorHeaders(err)
+    expect(Number(h['retry-after-ms'])).toBeGreaterThan(0)
+    expect(h['retry-after']).toBe(String(Math.ceil(Number(h['retry-after-ms']) / 1000)))
   })
 })
