@@ -60,7 +60,7 @@ export interface CheckRequest {
   /** Unique per request; `settle` and `renew` name the request by it. */
   readonly requestId: string
   readonly limits: TenantLimits
-  /** Tokens reserved at admission (prompt + min(max_tokens, cap)); a non-negative integer. */
+  /** Tokens reserved at admission (prompt + min(max_tokens, cap)); rounded up, 0 if not positive. */
   readonly reserveTokens: number
   /** The concurrency lease's (and the reservation's) life, ms; DEFAULT_LEASE_MS when absent. */
   readonly leaseMs?: number | undefined
@@ -138,3 +138,13 @@ export const DEFAULT_LEASE_MS = 120_000
 export const CONCURRENCY_RETRY_MS = 1_000
 
 export const DAY_MS = 86_400_000
+
+/** A token count as the stores charge it: a whole number of tokens, 0 for anything not positive. */
+export function tokenCount(n: number): number {
+  return Number.isFinite(n) && n > 0 ? Math.ceil(n) : 0
+}
+
+/** A lease's life as the stores apply it: whole ms, at least 1, DEFAULT_LEASE_MS when absent. */
+export function leaseLife(ms: number | undefined): number {
+  return ms !== undefined && Number.isFinite(ms) && ms >= 1 ? Math.ceil(ms) : DEFAULT_LEASE_MS
+}

@@ -11,15 +11,16 @@ import {
   type CheckRequest,
   CONCURRENCY_RETRY_MS,
   DAY_MS,
-  DEFAULT_LEASE_MS,
   type LimitDecision,
   type Limiter,
   type LimitName,
   type LimitState,
+  leaseLife,
   type RenewRequest,
   type SettleRequest,
   type SettleResult,
   type TenantLimits,
+  tokenCount,
 } from './limiter.js'
 
 export interface MemoryStoreOptions {
@@ -97,6 +98,7 @@ export class MemoryStore implements Limiter {
     this.sweep(s, now)
 
     if (s.leases.has(req.requestId)) return { allowed: true, ...this.states(s, L, now, s.tat) }
+    const reserve = tokenCount(req.reserveTokens)
 
     // Every limit is checked (a refusal's wait is when ALL of them would admit); the first refusing names it.
     let refusedBy: LimitName | undefined
@@ -121,7 +123,7 @@ export class MemoryStore implements Limiter {
     let level = 0
     if (positive(L.tpm)) {
       level = bucketLevel(s, L.tpm, now)
-      const need = Math.min(req.reserveTokens, L.tpm)
+      const need = Math.min(reserve, L.tpm)
       if (level + EPS < need) {
         refusedBy ??= 'tpm'
         wait = Math.max(wait, ((need - level) * MINUTE_MS) / L.tpm)
@@ -140,12 +142,12 @@ export class MemoryStore implements Limiter {
 
     if (positive(L.rpm)) s.tat = newTat
     if (positive(L.tpm)) {
-      s.tokens = level - req.reserveTokens
+      s.tokens = level - reserve
       s.tokensAt = now
     }
-    s.dayUsed += req.reserveTokens
-    const expiresAt = now + (req.leaseMs ?? DEFAULT_LEASE_MS)
-    s.leases.set(req.requestId, { expiresAt, reserved: req.reserveTokens, day: s.day })
+    s.dayUsed += reserve
+    const expiresAt = now + leaseLife(req.leaseMs)
+    s.leases.set(req.requestId, { expiresAt, reserved: reserve, day: s.day })
     s.minExpiry = Math.min(s.minExpiry, expiresAt)
     return { allowed: true, ...this.states(s, L, now, s.tat) }
   }
@@ -159,7 +161,7 @@ export class MemoryStore implements Limiter {
     const lease = s.leases.get(req.requestId)
     if (lease === undefined) return { settled: false, ...this.tokens(s, L, now) }
     s.leases.delete(req.requestId)
-    const diff = req.usedTokens - lease.reserved
+    const diff = tokenCount(req.usedTokens) - lease.reserved
     if (positive(L.tpm)) {
       s.tokens = Math.min(L.tpm, bucketLevel(s, L.tpm, now) - diff)
       s.tokensAt = now
@@ -174,7 +176,7 @@ export class MemoryStore implements Limiter {
     this.sweep(s, now)
     const lease = s.leases.get(req.requestId)
     if (lease === undefined) return false
-    lease.expiresAt = now + (req.leaseMs ?? DEFAULT_LEASE_MS)
+    lease.expiresAt = now + leaseLife(req.leaseMs)
     s.minExpiry = Math.min(s.minExpiry, lease.expiresAt)
     return true
   }

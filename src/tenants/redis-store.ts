@@ -19,14 +19,15 @@ import { Redis, type RedisOptions } from 'ioredis'
 import {
   type CheckRequest,
   CONCURRENCY_RETRY_MS,
-  DEFAULT_LEASE_MS,
   type LimitDecision,
   type Limiter,
   type LimitName,
   type LimitState,
+  leaseLife,
   type RenewRequest,
   type SettleRequest,
   type SettleResult,
+  tokenCount,
 } from './limiter.js'
 import { LimiterStoreError, redisStoreError } from './limiter-errors.js'
 import { CHECK_LUA, RENEW_LUA, SETTLE_LUA } from './redis-scripts.js'
@@ -44,6 +45,8 @@ export interface RedisStoreOptions {
   readonly keyPrefix?: string | undefined
   /** Told of connection errors (ioredis emits them as events; logged and counted by the caller). */
   readonly onError?: ((err: Error) => void) | undefined
+  /** Told when the store loses its connection (false) and when it is back (true): degraded mode and healing. */
+  readonly onConnectionChange?: ((connected: boolean) => void) | undefined
 }
 
 export const REDIS_STORE_DEFAULTS = {
@@ -115,6 +118,15 @@ export class RedisStore implements Limiter {
     const onError = opts.onError
     // Without a listener ioredis prints every reconnect failure; the caller logs them.
     redis.on('error', (err: Error) => onError?.(err))
+    const onChange = opts.onConnectionChange
+    let up = false
+    const tell = (connected: boolean) => {
+      if (connected === up) return
+      up = connected
+      onChange?.(connected)
+    }
+    redis.on('ready', () => tell(true))
+    redis.on('close', () => tell(false))
     this.redis = redis as Redis & LimiterCommands
     this.prefix = opts.keyPrefix ?? d.keyPrefix
   }
@@ -152,8 +164,8 @@ export class RedisStore implements Limiter {
           arg(L.tpm),
           arg(L.max_concurrent),
           arg(L.daily_tokens),
-          Math.max(0, Math.ceil(req.reserveTokens)),
-          Math.max(1, Math.ceil(req.leaseMs ?? DEFAULT_LEASE_MS)),
+          tokenCount(req.reserveTokens),
+          leaseLife(req.leaseMs),
           req.requestId,
           CONCURRENCY_RETRY_MS,
         )
@@ -177,7 +189,7 @@ export class RedisStore implements Limiter {
         .sloLimiterSettle(
           ...this.keys(req.tenant, req.requestId),
           arg(req.limits.tpm),
-          Math.max(0, Math.ceil(req.usedTokens)),
+          tokenCount(req.usedTokens),
           req.requestId,
         )
         .catch(rethrow),
@@ -189,11 +201,7 @@ export class RedisStore implements Limiter {
 
   async renew(req: RenewRequest): Promise<boolean> {
     const reply = await this.redis
-      .sloLimiterRenew(
-        ...this.keys(req.tenant, req.requestId),
-        Math.max(1, Math.ceil(req.leaseMs ?? DEFAULT_LEASE_MS)),
-        req.requestId,
-      )
+      .sloLimiterRenew(...this.keys(req.tenant, req.requestId), leaseLife(req.leaseMs), req.requestId)
       .catch(rethrow)
     return reply === 1
   }

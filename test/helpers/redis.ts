@@ -26,7 +26,8 @@ process.once('exit', () => {
   for (const c of running) c.kill('SIGKILL')
 })
 
-function freePort(): Promise<number> {
+/** A loopback port nothing listens on (free a moment ago). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer()
     srv.once('error', reject)

@@ -7,16 +7,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { TenantLimits } from '../../../src/tenants/limiter.js'
 import { LimiterStoreError } from '../../../src/tenants/limiter-errors.js'
 import { RedisStore } from '../../../src/tenants/redis-store.js'
-import { type RedisServer, startRedis } from '../../helpers/redis.js'
+import { freePort, type RedisServer, startRedis } from '../../helpers/redis.js'
 
 let server: RedisServer
 let store: RedisStore
 const errors: Error[] = []
+const changes: boolean[] = []
 
 beforeAll(async () => {
   server = await startRedis()
   // the default per-call timeout, 50 ms
-  store = new RedisStore({ url: server.url, onError: (e) => errors.push(e) })
+  store = new RedisStore({
+    url: server.url,
+    onError: (e) => errors.push(e),
+    onConnectionChange: (up) => changes.push(up),
+  })
   await store.ready()
 })
 
@@ -80,10 +85,29 @@ describe('redis store under trouble', () => {
     for (const c of codes) expect(['LIMITER_ERR_UNAVAILABLE', 'LIMITER_ERR_TIMEOUT']).toContain(c)
     expect(store.connected).toBe(false)
     expect(errors.length).toBeGreaterThan(0)
+    expect(changes).toEqual([true, false])
 
     await server.start()
     await store.ready(10_000)
     expect(store.connected).toBe(true)
+    expect(changes).toEqual([true, false, true])
+    // the restarted server has no scripts cached: EVALSHA falls back to EVAL
     expect((await check()).allowed).toBe(true)
+  })
+
+  it('a Redis that was never there: calls fail at once, never queued', async () => {
+    const lonely = new RedisStore({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 200 })
+    try {
+      for (let i = 0; i < 3; i++) {
+        const f = await failure(() =>
+          lonely.check({ tenant: 'x', requestId: `n${i}`, limits, reserveTokens: 1 }),
+        )
+        expect(f.code).toBe('LIMITER_ERR_UNAVAILABLE')
+        expect(f.ms).toBeLessThan(500)
+      }
+      await expect(lonely.ready(300)).rejects.toMatchObject({ code: 'LIMITER_ERR_UNAVAILABLE' })
+    } finally {
+      await lonely.close()
+    }
   })
 })
