@@ -133,19 +133,19 @@ describe('redis store: leases and the daily budget', () => {
     const limits: TenantLimits = { max_concurrent: 2 }
     const a = id()
     const b = id()
-    await store.check({ tenant: t, requestId: a, limits, reserveTokens: 0, leaseMs: 300 })
-    await store.check({ tenant: t, requestId: b, limits, reserveTokens: 0, leaseMs: 300 })
+    await store.check({ tenant: t, requestId: a, limits, reserveTokens: 0, leaseMs: 1_000 })
+    await store.check({ tenant: t, requestId: b, limits, reserveTokens: 0, leaseMs: 1_000 })
     const r = refused(await store.check({ tenant: t, requestId: id(), limits, reserveTokens: 0 }))
     expect(r.refusedBy).toBe('max_concurrent')
-    expect(r.retryAfterMs).toBeLessThanOrEqual(300)
+    expect(r.retryAfterMs).toBeLessThanOrEqual(1_000)
 
     expect((await store.settle({ tenant: t, requestId: a, limits, usedTokens: 0 })).settled).toBe(true)
     expect(await store.renew({ tenant: t, requestId: b, leaseMs: 5_000 })).toBe(true)
     const c = id()
     expect(
-      (await store.check({ tenant: t, requestId: c, limits, reserveTokens: 0, leaseMs: 300 })).allowed,
+      (await store.check({ tenant: t, requestId: c, limits, reserveTokens: 0, leaseMs: 1_000 })).allowed,
     ).toBe(true)
-    await sleep(600)
+    await sleep(1_300)
     // c expired (as a crashed replica's would); b was renewed and holds its slot
     expect((await store.check({ tenant: t, requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(true)
     expect((await store.check({ tenant: t, requestId: id(), limits, reserveTokens: 0 })).allowed).toBe(false)
