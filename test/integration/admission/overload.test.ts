@@ -125,10 +125,11 @@ describe('admission under 3x overload', () => {
       expect(r.reason).toBe('ttft_slo')
       expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1)
     }
-    // Refused at arrival: the decision takes microseconds. Measured from the client, which
-    // shares one event loop with the gateway and the simulator here, so the bound is on
-    // the 99th percentile (a GC pause can delay any single answer).
-    expect(summary.refusalP99Ms).toBeLessThan(10)
+    // Refused at arrival, not after a wait in the queue: a shed request would have waited
+    // most of its objective (2.5 s here). Measured from the client, which shares two cores
+    // with the gateway and the simulator, so this bounds behaviour, not speed (how fast a
+    // refusal is, bench:overhead and bench:admission measure).
+    expect(summary.refusalP99Ms).toBeLessThan(slo / 10)
     expect(summary.healthMaxMs).toBeLessThan(100)
   }, 60_000)
 })
