@@ -26,7 +26,7 @@ export interface GatewayRequest {
   readonly res: ServerResponse
   /**
    * `json`: an OpenAI JSON route, `received` is what the body parser made of the body;
-   * `raw`: any other /v1/* route, `received` is the body stream, forwarded unread.
+   * `raw`: every other /v1/* route, `received` is the body stream, forwarded unread.
    */
   readonly kind: 'json' | 'raw'
   readonly received: unknown

@@ -14,6 +14,7 @@ import { ClassQueues } from './class-queues.js'
 import type { Admitted } from './face.js'
 import { EndpointGates } from './gate.js'
 import { TtftMargin } from './margin.js'
+import { RunningRequests } from './running.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 import { AdmittedLease, Waiting } from './waiting.js'
 
@@ -29,7 +30,7 @@ export class PoolAdmission {
   /** Requests dispatched and not yet ended, per class. */
   private readonly inflight = new Map<string, number>()
   /** The same requests, per endpoint (when one is expected to end: Retry-After). */
-  private readonly running = new Map<string, Set<Waiting>>()
+  private readonly running = new RunningRequests()
   private readonly gates: EndpointGates
   /** Classes whose queue wait the estimator learns from: those admitted on its prediction. */
   private readonly learnFrom = new Set<string>()
@@ -130,25 +131,14 @@ export class PoolAdmission {
     return Math.max(this.estimator.stepMs, drain + reopen)
   }
 
-  /**
-   * When the first request running at `endpoint` is expected to end: its prefill (as
-   * predicted at dispatch) and the rest of its expected output, at the endpoint's step.
-   * One engine step when the gateway has none running there (other clients' requests).
-   */
+  /** When the first request running at `endpoint` is expected to end (its step: live, else the prior). */
   private slotFreeInMs(endpoint: string): number {
     const step = this.gates.itl(endpoint) ?? this.estimator.stepMs
-    const now = this.clock.now()
-    let best = Number.POSITIVE_INFINITY
-    for (const w of this.running.get(endpoint) ?? []) {
-      const t = w.ticket
-      const left = Math.max(0, t.expectedOutputTokens - t.contentChunks) * step
-      const prefill =
-        t.firstTokenAt === undefined && t.dispatchedAt !== undefined && w.serverFeatures !== undefined
-          ? Math.max(0, t.dispatchedAt + this.estimator.serverMs(w.serverFeatures) - now)
-          : 0
-      best = Math.min(best, prefill + left)
-    }
-    return Number.isFinite(best) ? best : step
+    return this.running.firstEndInMs(endpoint, step, this.clock.now(), (w) =>
+      w.ticket.dispatchedAt === undefined || w.serverFeatures === undefined
+        ? undefined
+        : w.ticket.dispatchedAt + this.estimator.serverMs(w.serverFeatures),
+    )
   }
 
   /**
@@ -218,12 +208,7 @@ export class PoolAdmission {
 
   private start(w: Waiting, lease: Lease, queuedMs: number): AdmittedLease {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 0) + 1)
-    let here = this.running.get(lease.endpoint.name)
-    if (here === undefined) {
-      here = new Set()
-      this.running.set(lease.endpoint.name, here)
-    }
-    here.add(w)
+    this.running.add(lease.endpoint.name, w)
     w.ticket.queuedMs = queuedMs
     const endpoint = lease.endpoint.name
     // A batch request's wait is for backfill, which the model does not (and need not)
@@ -244,7 +229,7 @@ export class PoolAdmission {
    */
   finished(w: Waiting, endpoint: string): void {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
-    this.running.get(endpoint)?.delete(w)
+    this.running.delete(endpoint, w)
     this.learn(w)
     this.schedulePump()
   }

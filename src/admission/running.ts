@@ -1,0 +1,46 @@
+/**
+ * The requests a pool's admission has dispatched and not seen end, per endpoint, and when
+ * the first of them at an endpoint is expected to end: the earliest a batch slot or KV
+ * room frees there (the honest Retry-After of a request refused for headroom).
+ */
+import type { Waiting } from './waiting.js'
+
+export class RunningRequests {
+  private readonly byEndpoint = new Map<string, Set<Waiting>>()
+
+  add(endpoint: string, w: Waiting): void {
+    let here = this.byEndpoint.get(endpoint)
+    if (here === undefined) {
+      here = new Set()
+      this.byEndpoint.set(endpoint, here)
+    }
+    here.add(w)
+  }
+
+  delete(endpoint: string, w: Waiting): void {
+    this.byEndpoint.get(endpoint)?.delete(w)
+  }
+
+  /**
+   * Ms until the first request running at `endpoint` is expected to end: what is left of
+   * its prefill (`prefillMsAt`: its predicted first-token time) and of its expected output,
+   * one token per `stepMs`. `stepMs` when the gateway has none running there (other
+   * clients' requests hold it).
+   */
+  firstEndInMs(
+    endpoint: string,
+    stepMs: number,
+    now: number,
+    prefillMsAt: (w: Waiting) => number | undefined,
+  ): number {
+    let best = Number.POSITIVE_INFINITY
+    for (const w of this.byEndpoint.get(endpoint) ?? []) {
+      const t = w.ticket
+      const left = Math.max(0, t.expectedOutputTokens - t.contentChunks) * stepMs
+      const firstTokenAt = t.firstTokenAt === undefined ? prefillMsAt(w) : undefined
+      const prefill = firstTokenAt === undefined ? 0 : Math.max(0, firstTokenAt - now)
+      best = Math.min(best, prefill + left)
+    }
+    return Number.isFinite(best) ? best : stepMs
+  }
+}
