@@ -131,6 +131,9 @@ export function describeIssue(issue: z.core.$ZodIssue): Problem[] {
     input = input[String(issue.discriminator)]
   }
   if (input === undefined) return [{ path, at: path, message: `missing, ${base}` }]
+  // what is wrong under api_keys may be a plain key: never echo it
+  if (path.includes('api_keys'))
+    return [{ path, at: path, message: `${base}, got a value of ${String(input).length} characters` }]
   return [{ path, at: path, message: `${base}, got ${describeValue(input)}${suggestion(issue, input)}` }]
 }
 

@@ -8,6 +8,7 @@
 import { z } from 'zod'
 import { isRecord } from '../is-record.js'
 import { structuralFindings } from './checks.js'
+import { authSchema, tenantFindings, tenantsSchema } from './tenants.js'
 
 const port = z.int().min(0).max(65535)
 const positiveInt = z.int().positive()
@@ -308,9 +309,13 @@ export const configSchema = z
     upstream: upstreamSchema.prefault({}),
     backends: backendsSchema.prefault({}),
     simulator: simulatorSchema.prefault({}),
+    auth: authSchema.prefault({}),
+    tenants: tenantsSchema,
   })
   .superRefine((cfg, ctx) => {
     for (const f of structuralFindings(cfg.server, cfg.backends.pools)) ctx.addIssue({ code: 'custom', ...f })
+    for (const f of tenantFindings(cfg.tenants, new Set(Object.keys(cfg.classes))))
+      ctx.addIssue({ code: 'custom', ...f })
   })
 
 export type GatewayConfig = z.output<typeof configSchema>

@@ -8,6 +8,7 @@ import { isRecord } from '../is-record.js'
 import { type FallbackStep, type Finding, runTimeFindings, structuralFindings } from './checks.js'
 import { describeIssue, formatPath, type Problem } from './format-issues.js'
 import { configSchema, type GatewayConfig, type PoolConfig, poolSchema } from './schema.js'
+import { tenantFindings, tenantSchema } from './tenants.js'
 
 export interface Validation {
   /** The config, when there is no problem. */
@@ -69,8 +70,13 @@ export function validateConfig(raw: Record<string, unknown>): Validation {
   const shape = configSchema.shape
   const pools = rawPools(raw)
   // the schema's own cross checks run only when everything else is valid: run them on the parts
-  if (!full.success)
+  if (!full.success) {
     problems.push(...structuralFindings(shape.server.safeParse(raw.server).data, pools).map(toProblem))
+    const tenants = Array.isArray(raw.tenants) ? raw.tenants.map((t) => tenantSchema.safeParse(t).data) : []
+    const classes = shape.classes.safeParse(raw.classes).data
+    const names = classes === undefined ? undefined : new Set(Object.keys(classes))
+    problems.push(...tenantFindings(tenants, names).map(toProblem))
+  }
   const runTime = runTimeFindings({
     pools,
     fallbacks: fallbackSteps(raw.classes),
