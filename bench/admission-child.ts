@@ -35,6 +35,7 @@ export function gatewayConfig(simUrl: string, model: string, scale: number) {
   if (interactive === undefined || batch === undefined) throw new Error('built-in classes missing')
   const times = (v: number | undefined) => (v === undefined ? undefined : Math.round(v * scale))
   return configSchema.parse({
+    auth: { anonymous: 'default' },
     server: { host: '127.0.0.1', admin_host: '127.0.0.1', port: 0, admin_port: 0 },
     log: { level: 'warn' },
     backends: {

@@ -16,6 +16,7 @@ const RUNS = Number(process.argv[3] ?? 5)
 const MODEL = 'llama-3.1-8b'
 
 const config = configSchema.parse({
+  auth: { anonymous: 'default' },
   backends: {
     pools: [
       {

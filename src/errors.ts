@@ -96,6 +96,34 @@ export const ERRORS = {
     outcome: 'invalid',
     retryable: false,
   },
+  GW_ERR_MISSING_API_KEY: {
+    status: 401,
+    type: 'authentication_error',
+    message: 'No API key was sent; send it as Authorization: Bearer KEY or as x-api-key.',
+    outcome: 'invalid',
+    retryable: false,
+  },
+  GW_ERR_INVALID_API_KEY: {
+    status: 401,
+    type: 'authentication_error',
+    message: 'The API key is not valid here.',
+    outcome: 'invalid',
+    retryable: false,
+  },
+  GW_ERR_UNKNOWN_TENANT: {
+    status: 401,
+    type: 'authentication_error',
+    message: 'The request names no known tenant in {header}.',
+    outcome: 'invalid',
+    retryable: false,
+  },
+  GW_ERR_CLASS_NOT_ALLOWED: {
+    status: 403,
+    type: 'permission_error',
+    message: "Tenant '{tenant}' may not use the class '{class}'; its classes: {allowed}.",
+    outcome: 'invalid',
+    retryable: false,
+  },
   GW_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,
     type: 'server_error',
@@ -247,6 +275,7 @@ export const MAX_RETRY_AFTER_MS = 60_000
 export function errorHeaders(err: GatewayError): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (!err.retryable) headers['x-should-retry'] = 'false'
+  if (err.status === 401) headers['www-authenticate'] = 'Bearer'
   if (err.rejectReason !== undefined) headers['x-gateway-reject-reason'] = err.rejectReason
   if (err.retryAfterMs !== undefined) {
     const ms = Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.ceil(err.retryAfterMs)))

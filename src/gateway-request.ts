@@ -12,6 +12,7 @@ import type { GatewayError } from './errors.js'
 import type { Exchange } from './exchange.js'
 import type { JsonBody } from './openai/request-fields.js'
 import type { TokenEstimator } from './openai/token-estimator.js'
+import type { TenantDirectory } from './tenants/directory.js'
 import type { Ticket } from './ticket.js'
 
 /** One request as the stages see it. Each field is set by the stage that knows it. */
@@ -54,4 +55,6 @@ export interface StageDeps {
   readonly defaultMaxTokens: number
   /** The classes' objectives (they bound how long forward waits for a response's headers). */
   readonly classes: Readonly<Record<string, ClassConfig>>
+  /** The tenants and how a request's tenant is established (identify). */
+  readonly tenants: TenantDirectory
 }

@@ -25,6 +25,7 @@ import { Accounting, type RequestRecorder } from './proxy/account.js'
 import { requestId, routeHandlers } from './proxy/handlers.js'
 import { listModels } from './proxy/models.js'
 import { Pipeline } from './proxy/pipeline.js'
+import { TenantDirectory } from './tenants/directory.js'
 
 export interface GatewayDeps {
   readonly clock: Clock
@@ -38,6 +39,8 @@ export interface GatewayDeps {
   readonly tokens?: TokenEstimator | undefined
   /** More observers of every exchange, heard before accounting (tests count events here). */
   readonly observers?: readonly ExchangeObserver[] | undefined
+  /** The tenants (identify); built from the config by default. */
+  readonly tenants?: TenantDirectory | undefined
   /** Extra sections for GET /admin/state, each read when asked. */
   readonly state?: Record<string, () => unknown>
 }
@@ -99,6 +102,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     logger: deps.logger,
     defaultMaxTokens: config.admission.default_max_tokens,
     classes: config.classes,
+    tenants: deps.tenants ?? TenantDirectory.fromConfig(config),
     observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
   })
   const handlers = routeHandlers(pipeline)

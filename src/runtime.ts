@@ -13,6 +13,7 @@ import { buildHttpApps, type HttpApps } from './http-apps.js'
 import { TokenEstimator } from './openai/token-estimator.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
+import { TenantDirectory } from './tenants/directory.js'
 
 export interface GatewayRuntime {
   readonly apps: HttpApps
@@ -84,6 +85,18 @@ function logStartup(logger: Logger, backends: BackendsHandle, simulator: boolean
   )
 }
 
+/** Once at startup: whether requests without a key are served, and as whom. */
+function logAuth(logger: Logger, tenants: TenantDirectory): void {
+  const anon = tenants.anonymous
+  if (anon === undefined) return
+  const what =
+    tenants.auth.mode === 'trusted_header' ? `without ${tenants.auth.header}` : 'without a known API key'
+  logger.warn(
+    { anonymousTenant: anon.id, authMode: tenants.auth.mode },
+    `anonymous access is on: requests ${what} are served as tenant '${anon.id}'; set tenants and auth (and remove auth.anonymous) for production`,
+  )
+}
+
 export async function createRuntime(
   base: GatewayConfig,
   logger: Logger,
@@ -103,7 +116,9 @@ export async function createRuntime(
   // Scrapes drive the dispatcher (with completions): no polling loop.
   backends.onChange(() => admission.pumpAll())
   telemetry?.setQueueSource(() => admission.queueDepths())
+  const tenants = TenantDirectory.fromConfig(config)
   const apps = buildHttpApps(config, {
+    tenants,
     clock,
     logger,
     registry,
@@ -111,10 +126,11 @@ export async function createRuntime(
     admission,
     tokens,
     recorder: telemetry ?? { record() {} },
-    state: { slo: () => telemetry?.state() },
+    state: { slo: () => telemetry?.state(), tenants: () => tenants.state() },
   })
   backends.start()
   logStartup(logger, backends, sim !== undefined)
+  logAuth(logger, tenants)
   return {
     apps,
     config,

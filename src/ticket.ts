@@ -36,6 +36,10 @@ export class Ticket {
   route = ''
 
   tenant = 'default'
+  /** The tenant's default class (identify), used by classify when the request asks for none. */
+  tenantDefaultClass: string | undefined = undefined
+  /** The tenant's fair-share weight in the admission queues (identify). */
+  tenantWeight = 1
   /** The class the client asked for (`x-priority`), before admission validates it. */
   requestedClass: string | undefined = undefined
   /** `service_tier` from the body, as sent. */

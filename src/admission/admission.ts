@@ -42,6 +42,8 @@ export type Decision =
       readonly kind: 'admit'
       readonly poolAdmission: PoolAdmission
       readonly className: string
+      /** The tenant's fair-share weight in the class queue. */
+      readonly weight: number
       readonly deadline: number
       readonly promptTokens: number
       readonly kvTokens: number
@@ -97,10 +99,16 @@ export class Admission implements AdmissionControl {
    */
   admit(ticket: Ticket, body: JsonBody | undefined, pool: BackendPool | undefined): Admitted {
     if (pool === undefined || body === undefined || !ticket.generation) return acquireDirect(ticket, pool)
-    const d = this.decide({ ticket, body, pool })
+    const d = this.decide({
+      ticket,
+      body,
+      pool,
+      tenantDefaultClass: ticket.tenantDefaultClass,
+      tenantWeight: ticket.tenantWeight,
+    })
     if (d.kind === 'reject') return d.error
     const w = new Waiting(ticket, d.className, d.promptTokens, d.kvTokens, d.prediction)
-    return d.poolAdmission.place(w, ticket.tenant, 1, d.deadline)
+    return d.poolAdmission.place(w, ticket.tenant, d.weight, d.deadline)
   }
 
   /** The decision alone: classify, predict, degrade, and admit or refuse (no side effect on queues). */
@@ -180,6 +188,7 @@ export class Admission implements AdmissionControl {
       kind: 'admit',
       poolAdmission: pa,
       className,
+      weight: input.tenantWeight !== undefined && input.tenantWeight > 0 ? input.tenantWeight : 1,
       deadline: now + Math.max(0, waitBudget),
       promptTokens,
       kvTokens,

@@ -15,18 +15,23 @@ const SERVICE_TIERS: Readonly<Record<string, string>> = {
   priority: 'interactive',
 }
 
+/** The class the request itself asks for (header, else service_tier), if any; not validated. */
+export function askedClass(
+  header: string | string[] | undefined,
+  serviceTier: string | undefined,
+): string | undefined {
+  const fromHeader = typeof header === 'string' ? header.trim().toLowerCase() : undefined
+  if (fromHeader !== undefined && fromHeader !== '') return fromHeader
+  return serviceTier !== undefined ? SERVICE_TIERS[serviceTier] : undefined
+}
+
 export function classify(
   header: string | string[] | undefined,
   serviceTier: string | undefined,
   tenantDefault: string | undefined,
   known: ReadonlySet<string>,
 ): string | GatewayError {
-  const fromHeader = typeof header === 'string' ? header.trim().toLowerCase() : undefined
-  const name =
-    (fromHeader !== undefined && fromHeader !== '' ? fromHeader : undefined) ??
-    (serviceTier !== undefined ? SERVICE_TIERS[serviceTier] : undefined) ??
-    tenantDefault ??
-    DEFAULT_CLASS
+  const name = askedClass(header, serviceTier) ?? tenantDefault ?? DEFAULT_CLASS
   if (!known.has(name)) {
     return new GatewayError(
       'GW_ERR_UNKNOWN_CLASS',

@@ -34,6 +34,7 @@ export async function startAdmissionGateway(opts: {
   observers?: readonly ExchangeObserver[]
 }): Promise<AdmissionGateway> {
   const config = configSchema.parse({
+    auth: { anonymous: 'default' },
     ...opts.raw,
     server: { port: 0, admin_port: 0, host: '127.0.0.1', admin_host: '127.0.0.1' },
     backends: {

@@ -27,6 +27,7 @@ export async function startGateway(
   recorder?: RequestRecorder,
 ): Promise<TestGateway> {
   const config: GatewayConfig = configSchema.parse({
+    auth: { anonymous: 'default' },
     ...raw,
     server: { port: 0, admin_port: 0, host: '127.0.0.1', admin_host: '127.0.0.1', ...(raw.server as object) },
   })

@@ -27,6 +27,7 @@ export async function startSimGateway(opts: {
   const s = opts.scale
   const raw = opts.raw ?? {}
   const config = configSchema.parse({
+    auth: { anonymous: 'default' },
     ...raw,
     server: { host: '127.0.0.1', admin_host: '127.0.0.1', port: 0, admin_port: 0 },
     log: { level: 'warn' },

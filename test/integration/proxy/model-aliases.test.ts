@@ -34,6 +34,7 @@ beforeAll(async () => {
   // the example's servers, replaced by the simulators (and DNS discovery by a static list)
   raw.server = { port: 0, admin_port: 0, host: '127.0.0.1', admin_host: '127.0.0.1' }
   raw.log = { level: 'warn' }
+  raw.auth = { anonymous: 'default' }
   for (const [i, pool] of (raw.backends.pools as Record<string, unknown>[]).entries()) {
     delete pool.discovery
     pool.endpoints = sims[i]!.replicas.map((r) => r.url)

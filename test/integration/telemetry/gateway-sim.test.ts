@@ -74,6 +74,7 @@ describe('telemetry through gateway and simulator', () => {
   beforeAll(async () => {
     sim = await startSim({ replicas: 1, port: 0, profile: 'tiny', host: '127.0.0.1' })
     const raw = {
+      auth: { anonymous: 'default' },
       server: { port: 0, admin_port: 0, host: '127.0.0.1', admin_host: '127.0.0.1' },
       classes: { interactive: { slo: { ttft_ms: 1_000, tpot_ms: 5_000 } } },
       backends: {

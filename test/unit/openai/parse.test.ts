@@ -6,6 +6,7 @@ import { Exchange } from '../../../src/exchange.js'
 import type { GatewayRequest } from '../../../src/gateway-request.js'
 import { parseStage } from '../../../src/openai/parse.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
+import { TenantDirectory } from '../../../src/tenants/directory.js'
 import { Ticket } from '../../../src/ticket.js'
 import { FakePool, fakeBackends } from '../admission/fake-pool.js'
 
@@ -18,6 +19,7 @@ const deps = {
   clock: systemClock,
   defaultMaxTokens: 1024,
   classes: {},
+  tenants: new TenantDirectory({ mode: 'api_key', header: 'x-tenant-id', anonymous: 'default' }, []),
 }
 const parse = parseStage(deps)
 

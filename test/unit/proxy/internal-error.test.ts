@@ -16,7 +16,7 @@ describe('a failure inside the gateway', () => {
     broken.admit = () => {
       throw new Error('secret internal detail')
     }
-    const apps = buildHttpApps(configSchema.parse({}), {
+    const apps = buildHttpApps(configSchema.parse({ auth: { anonymous: 'default' } }), {
       clock: systemClock,
       logger: createLogger('silent'),
       registry: new Registry(),

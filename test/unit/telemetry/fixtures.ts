@@ -11,6 +11,7 @@ export const MODEL = 'llama-3.1-8b'
 
 export function testConfig(extra: Record<string, unknown> = {}): GatewayConfig {
   return configSchema.parse({
+    auth: { anonymous: 'default' },
     backends: {
       pools: [
         {

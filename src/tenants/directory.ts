@@ -1,0 +1,104 @@
+/**
+ * The tenants as the identify stage looks them up: by the SHA-256 of an API key, or by id
+ * (the trusted identity header, the anonymous tenant). Built once from the config; every
+ * lookup is one Map get. Keys are hashed on arrival and only the hash is compared: there
+ * is no secret to time (constant-time comparison would protect nothing a hash lookup
+ * leaks), and the key itself is never kept or logged.
+ */
+import { createHash } from 'node:crypto'
+import { DEFAULT_CLASS } from '../admission/classify.js'
+import type { GatewayConfig } from '../config/schema.js'
+import type { AuthConfig, TenantConfig } from '../config/tenants.js'
+import type { TenantLimits } from './limiter.js'
+
+export interface Tenant {
+  readonly id: string
+  /** The class of a request that asks for none. */
+  readonly defaultClass: string
+  /** The classes it may ask for; undefined: every class. */
+  readonly allowedClasses: ReadonlySet<string> | undefined
+  /** A request for a class not allowed: 403, or served in the default class. */
+  readonly onDisallowedClass: 'reject' | 'default'
+  /** Its fair share in the admission queues. */
+  readonly weight: number
+  readonly limits: TenantLimits
+}
+
+/** The SHA-256 hex digest of a key: what `api_keys` holds and `slo-gateway hash-key` prints. */
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex')
+}
+
+function tenantOf(t: TenantConfig): Tenant {
+  const allowed = t.allowed_classes
+  const defaultClass =
+    t.default_class ??
+    (allowed === undefined || allowed.includes(DEFAULT_CLASS) ? DEFAULT_CLASS : allowed[0]!)
+  return {
+    id: t.id,
+    defaultClass,
+    allowedClasses: allowed === undefined ? undefined : new Set(allowed),
+    onDisallowedClass: t.on_disallowed_class,
+    weight: t.weight,
+    limits: t.limits,
+  }
+}
+
+/** A tenant named only by `auth.anonymous`: the defaults, no limits. */
+function implicitTenant(id: string): Tenant {
+  return {
+    id,
+    defaultClass: DEFAULT_CLASS,
+    allowedClasses: undefined,
+    onDisallowedClass: 'reject',
+    weight: 1,
+    limits: {},
+  }
+}
+
+export class TenantDirectory {
+  readonly auth: AuthConfig
+  /** The tenant of requests without a key; undefined: they get 401. */
+  readonly anonymous: Tenant | undefined
+  private readonly byHash = new Map<string, Tenant>()
+  private readonly byId = new Map<string, Tenant>()
+
+  constructor(auth: AuthConfig, tenants: readonly TenantConfig[]) {
+    this.auth = auth
+    for (const cfg of tenants) {
+      const t = tenantOf(cfg)
+      this.byId.set(t.id, t)
+      for (const h of cfg.api_keys) this.byHash.set(h, t)
+    }
+    const anon = auth.anonymous
+    this.anonymous = anon === undefined ? undefined : (this.byId.get(anon) ?? implicitTenant(anon))
+  }
+
+  static fromConfig(config: Pick<GatewayConfig, 'auth' | 'tenants'>): TenantDirectory {
+    return new TenantDirectory(config.auth, config.tenants)
+  }
+
+  /** The tenant a plain API key belongs to. */
+  byKey(key: string): Tenant | undefined {
+    return this.byHash.get(hashKey(key))
+  }
+
+  get(id: string): Tenant | undefined {
+    return this.byId.get(id)
+  }
+
+  /** For /admin/state: ids, classes, weights and limits; never keys or their hashes. */
+  state(): object {
+    return {
+      mode: this.auth.mode,
+      anonymous: this.anonymous?.id ?? null,
+      tenants: [...this.byId.values()].map((t) => ({
+        id: t.id,
+        defaultClass: t.defaultClass,
+        allowedClasses: t.allowedClasses === undefined ? 'all' : [...t.allowedClasses],
+        weight: t.weight,
+        limits: t.limits,
+      })),
+    }
+  }
+}
