@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * slo-gateway serve | check-config | sim | help | --version
+ * slo-gateway serve | check-config | hash-key | sim | help | --version
  *
  * Exit codes: 0 done, 1 a bad config or a failure (a port in use), 2 a usage error (an
  * unknown command or flag: the command's usage is printed).
@@ -13,12 +13,14 @@ import { nearest } from './config/suggest.js'
 import { checkPorts, ListenError, listen } from './listeners.js'
 import { createLogger } from './logger.js'
 import { createRuntime } from './runtime.js'
+import { hashKey } from './tenants/directory.js'
 
 const USAGE = `slo-gateway: an SLO-aware admission-control gateway for OpenAI-compatible model servers
 
 Usage:
   slo-gateway serve [options]          run the gateway
   slo-gateway check-config FILE        validate a config file and print every problem
+  slo-gateway hash-key [KEY]           the SHA-256 hex of an API key (or of stdin), for tenants[].api_keys
   slo-gateway sim [options]            run the built-in model-server simulator
   slo-gateway <command> --help         options of one command
   slo-gateway --version                the version
@@ -46,6 +48,13 @@ const CHECK_USAGE = `Usage: slo-gateway check-config FILE [--set PATH=VALUE ...]
 Validates FILE against the schema (docs/config.md) and the checks of what would fail at run
 time (no pool, a pool without servers, a fallback model no pool serves), and prints every
 problem with its path, in file order. Exits 0 when the config is valid, 1 otherwise.
+`
+
+const HASH_USAGE = `Usage: slo-gateway hash-key [KEY]
+
+Prints the SHA-256 hex digest of KEY, or of standard input when no KEY is given (one
+trailing newline dropped, so \`echo "$KEY" | slo-gateway hash-key\` works), for a tenant's
+api_keys in the config. Reading stdin keeps the key out of the shell history and ps.
 `
 
 function version(): string {
@@ -194,6 +203,31 @@ function checkConfig(argv: string[]): number {
   return 0
 }
 
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+async function hashKeyCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(
+    'hash-key',
+    HASH_USAGE,
+    argv,
+    { help: { type: 'boolean', short: 'h' } },
+    true,
+  )
+  if (values.help) {
+    process.stdout.write(HASH_USAGE)
+    return 0
+  }
+  if (positionals.length > 1) throw new UsageError('hash-key takes at most one KEY', HASH_USAGE, 'hash-key')
+  const key = positionals[0] ?? (await readStdin()).replace(/\r?\n$/, '')
+  if (key === '') throw new UsageError('the key is empty', HASH_USAGE, 'hash-key')
+  process.stdout.write(`${hashKey(key)}\n`)
+  return 0
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
   try {
@@ -202,6 +236,8 @@ export async function main(argv: string[]): Promise<number> {
         return await serve(rest)
       case 'check-config':
         return checkConfig(rest)
+      case 'hash-key':
+        return await hashKeyCommand(rest)
       case 'sim': {
         const { runSimCli } = await import('./sim/index.js')
         return await runSimCli(rest)
