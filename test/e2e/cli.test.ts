@@ -181,12 +181,19 @@ describe('serve --upstream: the engine', () => {
       ])
       expect(startup.simulator).toBe(false)
       expect(startup.msg).toBe('pools: default (vllm, 1 endpoint: default-0, models: *); simulator off')
+      // the embedded default config serves keyless requests as 'demo', and says so once
+      const anon = await p.waitForLog((l) => l.anonymousTenant !== undefined)
+      expect(anon.anonymousTenant).toBe('demo')
+      expect(anon.msg).toMatch(
+        /^anonymous access is on: requests without a known API key are served as tenant 'demo'/,
+      )
       const hint = await p.waitForLog((l) => l.looksLike !== undefined)
       expect(hint.msg).toMatch(
         /^endpoint default-0: its \/sglang\/metrics look like sglang's, not vllm's; set engine: sglang/,
       )
       await sleep(600) // several more scrapes of the same text
       expect(p.stdout.split('\n').filter((l) => l.includes('"looksLike"'))).toHaveLength(1)
+      expect(p.stdout.split('\n').filter((l) => l.includes('"anonymousTenant"'))).toHaveLength(1)
       expect(p.stdout).not.toContain('secret')
     } finally {
       p.child.kill('SIGTERM')
