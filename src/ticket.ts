@@ -40,6 +40,8 @@ export class Ticket {
   tenantDefaultClass: string | undefined = undefined
   /** The tenant's fair-share weight in the admission queues (identify). */
   tenantWeight = 1
+  /** The request's API key named its tenant: it is the gateway's credential, not forwarded upstream. */
+  keyConsumed = false
   /** The class the client asked for (`x-priority`), before admission validates it. */
   requestedClass: string | undefined = undefined
   /** `service_tier` from the body, as sent. */

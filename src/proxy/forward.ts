@@ -292,7 +292,8 @@ export function forwardStage(deps: StageDeps): Stage {
   return (r: GatewayRequest) => {
     const lease = r.lease as Lease
     const t = r.ticket
-    const headers = upstreamRequestHeaders(r.headers)
+    // a tenant's API key is the gateway's credential: the model server never sees it
+    const headers = upstreamRequestHeaders(r.headers, t.keyConsumed)
     headers['x-request-id'] = t.id
     let body: string | Readable | null
     if (r.body !== undefined) {

@@ -36,11 +36,18 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | u
  * ones, less those the gateway computes (host, content-length, accept-encoding: the
  * gateway reads the response, so it asks for it uncompressed).
  */
-export function upstreamRequestHeaders(incoming: IncomingHttpHeaders): Record<string, string | string[]> {
+/** The client's credentials, dropped when they were the gateway's (a tenant's API key). */
+const CREDENTIALS = new Set(['authorization', 'x-api-key'])
+
+export function upstreamRequestHeaders(
+  incoming: IncomingHttpHeaders,
+  dropCredentials = false,
+): Record<string, string | string[]> {
   const named = connectionTokens(incoming.connection)
   const out: Record<string, string | string[]> = {}
   for (const key in incoming) {
     if (HOP_BY_HOP.has(key) || REQUEST_OWN.has(key) || named?.has(key)) continue
+    if (dropCredentials && CREDENTIALS.has(key)) continue
     const v = incoming[key]
     if (v !== undefined) out[key] = v
   }

@@ -36,6 +36,7 @@ export function apiKeyOf(headers: GatewayRequest['headers']): string | undefined
 }
 
 function whoIs(r: GatewayRequest, dir: TenantDirectory): Tenant | GatewayError {
+  r.ticket.keyConsumed = false
   if (dir.auth.mode === 'trusted_header') {
     const header = dir.auth.header
     const id = r.headers[header]
@@ -47,7 +48,10 @@ function whoIs(r: GatewayRequest, dir: TenantDirectory): Tenant | GatewayError {
   const tenant = key === undefined ? undefined : dir.byKey(key)
   // an unknown key gets no more than no key: the anonymous tenant when there is one (the
   // SDKs insist on sending some key, e.g. 'EMPTY', to the demo config)
-  if (tenant !== undefined) return tenant
+  if (tenant !== undefined) {
+    r.ticket.keyConsumed = true
+    return tenant
+  }
   if (dir.anonymous !== undefined) return dir.anonymous
   return new GatewayError(key === undefined ? 'GW_ERR_MISSING_API_KEY' : 'GW_ERR_INVALID_API_KEY')
 }
