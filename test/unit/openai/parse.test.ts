@@ -2,12 +2,11 @@ import { describe, expect, it } from 'vitest'
 import { PassThrough } from '../../../src/admission/index.js'
 import { systemClock } from '../../../src/clock.js'
 import { GatewayError } from '../../../src/errors.js'
-import { Exchange } from '../../../src/exchange.js'
-import type { GatewayRequest } from '../../../src/gateway-request.js'
 import { parseStage } from '../../../src/openai/parse.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
 import { TenantDirectory } from '../../../src/tenants/directory.js'
 import { Ticket } from '../../../src/ticket.js'
+import { stageRequest } from '../../helpers/stage-request.js'
 import { FakePool, fakeBackends } from '../admission/fake-pool.js'
 
 const pool = new FakePool('main', ['m'])
@@ -23,22 +22,7 @@ const deps = {
 }
 const parse = parseStage(deps)
 
-function req(url: string, received: unknown, headers: Record<string, string> = {}): GatewayRequest {
-  const ticket = new Ticket('t', 'POST', url, 0)
-  return {
-    ticket,
-    exchange: new Exchange(ticket, systemClock, []),
-    method: 'POST',
-    url,
-    headers,
-    res: undefined as never,
-    kind: 'json',
-    received,
-    body: undefined,
-    pool: undefined,
-    lease: undefined,
-  }
-}
+const req = stageRequest
 
 const chat = (extra: Record<string, unknown> = {}) => ({
   model: 'm',

@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { systemClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { errorHeaders, GatewayError } from '../../../src/errors.js'
-import { Exchange } from '../../../src/exchange.js'
 import type { GatewayRequest, StageDeps } from '../../../src/gateway-request.js'
 import { hashKey, TenantDirectory } from '../../../src/tenants/directory.js'
 import { identifyStage } from '../../../src/tenants/identify.js'
-import { Ticket } from '../../../src/ticket.js'
+import { stageRequest } from '../../helpers/stage-request.js'
 
 const KEY_A = 'sk-team-a-0123456789'
 const KEY_B = 'sk-team-b-9876543210'
@@ -31,20 +29,7 @@ const TENANTS = [
 ]
 
 function req(headers: Record<string, string>, received: unknown = { model: 'm' }): GatewayRequest {
-  const ticket = new Ticket('t', 'POST', '/v1/chat/completions', 0)
-  return {
-    ticket,
-    exchange: new Exchange(ticket, systemClock, []),
-    method: 'POST',
-    url: '/v1/chat/completions',
-    headers,
-    res: undefined as never,
-    kind: 'json',
-    received,
-    body: undefined,
-    pool: undefined,
-    lease: undefined,
-  }
+  return stageRequest('/v1/chat/completions', received, headers)
 }
 
 function refused(result: unknown): GatewayError {
