@@ -124,6 +124,22 @@ export const ERRORS = {
     outcome: 'invalid',
     retryable: false,
   },
+  GW_ERR_RATE_LIMITED: {
+    status: 429,
+    type: 'rate_limit_error',
+    message: "Tenant '{tenant}' is over its {limit} limit; retry after {retryAfterMs} ms.",
+    outcome: 'rejected',
+    retryable: true,
+    rejectReason: 'rate_limited',
+  },
+  GW_ERR_BUDGET_EXHAUSTED: {
+    status: 429,
+    type: 'rate_limit_error',
+    message: "Tenant '{tenant}' has spent its daily token budget; it renews at 00:00 UTC.",
+    outcome: 'rejected',
+    retryable: false,
+    rejectReason: 'budget_exhausted',
+  },
   GW_ERR_UPSTREAM_UNREACHABLE: {
     status: 502,
     type: 'server_error',
@@ -236,11 +252,18 @@ export class GatewayError extends Error {
   readonly param: string | null
   /** Milliseconds until a retry may succeed (sent as `retry-after-ms` and, rounded up to seconds, `retry-after`). */
   retryAfterMs: number | undefined
+  /** More response headers that go with this error (a tenant's x-ratelimit-* state). */
+  readonly headers: Readonly<Record<string, string>> | undefined
 
   constructor(
     code: ErrorCode,
     params: ErrorParams = {},
-    options: { cause?: unknown; param?: string; retryAfterMs?: number } = {},
+    options: {
+      cause?: unknown
+      param?: string
+      retryAfterMs?: number
+      headers?: Readonly<Record<string, string>>
+    } = {},
   ) {
     const def: ErrorDef = ERRORS[code]
     super(
@@ -256,6 +279,7 @@ export class GatewayError extends Error {
     this.outcome = def.outcome
     this.param = options.param ?? null
     this.retryAfterMs = options.retryAfterMs
+    this.headers = options.headers
   }
 
   /** The OpenAI-shaped error body. */
@@ -271,9 +295,9 @@ export class GatewayError extends Error {
 /** The OpenAI SDKs ignore a Retry-After above 60 s, so the gateway never sends more. */
 export const MAX_RETRY_AFTER_MS = 60_000
 
-/** Response headers that go with an error (retry hints, reject reason). */
+/** Response headers that go with an error (its own extra headers, retry hints, reject reason). */
 export function errorHeaders(err: GatewayError): Record<string, string> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  const headers: Record<string, string> = { ...err.headers, 'content-type': 'application/json' }
   if (!err.retryable) headers['x-should-retry'] = 'false'
   if (err.status === 401) headers['www-authenticate'] = 'Bearer'
   if (err.rejectReason !== undefined) headers['x-gateway-reject-reason'] = err.rejectReason
