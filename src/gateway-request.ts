@@ -4,15 +4,17 @@
  * refuses it, or waits.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
+import type { FastifyBaseLogger as Logger } from 'fastify'
 import type { AdmissionControl } from './admission/index.js'
 import type { BackendPool, Backends, Lease } from './backends/types.js'
 import type { Clock } from './clock.js'
-import type { ClassConfig } from './config/schema.js'
+import type { ClassConfig, LimitsConfig } from './config/schema.js'
 import type { GatewayError } from './errors.js'
 import type { Exchange } from './exchange.js'
 import type { JsonBody } from './openai/request-fields.js'
 import type { TokenEstimator } from './openai/token-estimator.js'
 import type { TenantDirectory } from './tenants/directory.js'
+import type { Limiter } from './tenants/limiter.js'
 import type { Ticket } from './ticket.js'
 
 /** One request as the stages see it. Each field is set by the stage that knows it. */
@@ -57,4 +59,10 @@ export interface StageDeps {
   readonly classes: Readonly<Record<string, ClassConfig>>
   /** The tenants and how a request's tenant is established (identify). */
   readonly tenants: TenantDirectory
+  /** The tenants' limiter (limits); undefined: no tenant is limited. */
+  readonly limiter?: Limiter | undefined
+  /** How the limits stage reserves and leases (the config's `limits`). */
+  readonly limits?: LimitsConfig | undefined
+  /** For what goes wrong out of any request's sight (a limiter store failing). */
+  readonly logger?: Logger | undefined
 }

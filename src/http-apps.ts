@@ -26,6 +26,8 @@ import { requestId, routeHandlers } from './proxy/handlers.js'
 import { listModels } from './proxy/models.js'
 import { Pipeline } from './proxy/pipeline.js'
 import { TenantDirectory } from './tenants/directory.js'
+import type { Limiter } from './tenants/limiter.js'
+import { createLimiter } from './tenants/limiter-registry.js'
 
 export interface GatewayDeps {
   readonly clock: Clock
@@ -41,6 +43,8 @@ export interface GatewayDeps {
   readonly observers?: readonly ExchangeObserver[] | undefined
   /** The tenants (identify); built from the config by default. */
   readonly tenants?: TenantDirectory | undefined
+  /** The tenants' limiter; a memory store on `clock` by default (the caller closes one it gives). */
+  readonly limiter?: Limiter | undefined
   /** Extra sections for GET /admin/state, each read when asked. */
   readonly state?: Record<string, () => unknown>
 }
@@ -103,6 +107,8 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     defaultMaxTokens: config.admission.default_max_tokens,
     classes: config.classes,
     tenants: deps.tenants ?? TenantDirectory.fromConfig(config),
+    limiter: deps.limiter ?? createLimiter(config.limits.store, { clock: deps.clock }),
+    limits: config.limits,
     observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
   })
   const handlers = routeHandlers(pipeline)

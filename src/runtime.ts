@@ -14,6 +14,7 @@ import { TokenEstimator } from './openai/token-estimator.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
 import { TenantDirectory } from './tenants/directory.js'
+import { createLimiter } from './tenants/limiter-registry.js'
 
 export interface GatewayRuntime {
   readonly apps: HttpApps
@@ -117,8 +118,10 @@ export async function createRuntime(
   backends.onChange(() => admission.pumpAll())
   telemetry?.setQueueSource(() => admission.queueDepths())
   const tenants = TenantDirectory.fromConfig(config)
+  const limiter = createLimiter(config.limits.store, { clock })
   const apps = buildHttpApps(config, {
     tenants,
+    limiter,
     clock,
     logger,
     registry,
@@ -138,6 +141,7 @@ export async function createRuntime(
       admission.close()
       telemetry?.close()
       await backends.close()
+      await limiter.close()
       await sim?.close()
     },
   }

@@ -7,6 +7,8 @@
  * Times are milliseconds on the gateway's clock (performance.now() by default).
  */
 
+import type { LimitState } from './tenants/limiter.js'
+
 export type Outcome =
   | 'pending'
   | 'ok' // upstream answered 2xx and the response was relayed whole
@@ -42,6 +44,13 @@ export class Ticket {
   tenantWeight = 1
   /** The request's API key named its tenant: it is the gateway's credential, not forwarded upstream. */
   keyConsumed = false
+  /** The id the tenant limiter knows this request by (unique per process run); set once admitted by it. */
+  limiterId: string | undefined = undefined
+  /** Tokens the limiter reserved for this request (tpm, daily_tokens). */
+  limiterReserved = 0
+  /** The tenant's requests and tokens limits after this request's charge (x-ratelimit-* headers). */
+  rateRequests: LimitState | undefined = undefined
+  rateTokens: LimitState | undefined = undefined
   /** The class the client asked for (`x-priority`), before admission validates it. */
   requestedClass: string | undefined = undefined
   /** `service_tier` from the body, as sent. */

@@ -16,6 +16,10 @@ const nonNegativeInt = z.int().nonnegative()
 const httpUrl = z.url({ protocol: /^https?$/ })
 
 export const DEFAULTS = {
+  /** Output tokens reserved at most per request by the tenant limits (limits.reserve_output_cap). */
+  reserveOutputCap: 4096,
+  /** A tenant concurrency lease's life (limits.lease_ms): past upstream.body_timeout_ms-long streams. */
+  limitLeaseMs: 600_000,
   port: 8080,
   adminPort: 9464,
   host: '0.0.0.0',
@@ -299,6 +303,21 @@ const telemetrySchema = z.strictObject({
   backend_sample_interval_ms: positiveInt.default(1_000),
 })
 
+/**
+ * How the tenants' limits (tenants[].limits) are enforced. The store is `memory`: one
+ * replica's limits, in this process (a shared Redis store is not wired yet).
+ */
+const limitsSchema = z.strictObject({
+  /** Where the limits' state lives. */
+  store: z.enum(['memory']).default('memory'),
+  /** A request reserves its prompt tokens plus min(max_tokens, this) of tpm and daily_tokens at admission. */
+  reserve_output_cap: positiveInt.default(DEFAULTS.reserveOutputCap),
+  /** A concurrency lease (and its reservation) ends after this long even if its request never settles. */
+  lease_ms: positiveInt.default(DEFAULTS.limitLeaseMs),
+})
+
+export type LimitsConfig = z.output<typeof limitsSchema>
+
 export const configSchema = z
   .strictObject({
     classes: classesSchema,
@@ -311,6 +330,7 @@ export const configSchema = z
     simulator: simulatorSchema.prefault({}),
     auth: authSchema.prefault({}),
     tenants: tenantsSchema,
+    limits: limitsSchema.prefault({}),
   })
   .superRefine((cfg, ctx) => {
     for (const f of structuralFindings(cfg.server, cfg.backends.pools)) ctx.addIssue({ code: 'custom', ...f })

@@ -19,6 +19,7 @@ import type { Exchange } from '../exchange.js'
 import type { GatewayRequest, Stage, StageDeps } from '../gateway-request.js'
 import { JsonObserver } from '../openai/json-observer.js'
 import { SseRelay, streamErrorEvent } from '../openai/sse-relay.js'
+import { rateLimitHeaders } from '../tenants/ratelimit-headers.js'
 import { CLIENT_CLOSED, type Ticket } from '../ticket.js'
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js'
 
@@ -251,7 +252,10 @@ export function forward(req: ForwardRequest): void {
 
 /** The x-gateway-* headers of an admitted request, from what admission recorded. */
 function gatewayHeaders(t: Ticket, backend: string): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = { 'x-request-id': t.id }
+  const out: Record<string, string> = { 'x-request-id': t.id }
+  // the tenant's quota after this request (limits stage), as OpenAI sends it
+  if (t.rateRequests !== undefined || t.rateTokens !== undefined)
+    rateLimitHeaders(t.rateRequests, t.rateTokens, out)
   if (t.predictedTtftMs !== undefined) {
     out['x-gateway-class'] = t.class
     out['x-gateway-predicted-ttft-ms'] = String(Math.round(t.predictedTtftMs))

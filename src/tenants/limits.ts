@@ -1,10 +1,125 @@
 /**
- * Stage limits: the tenant's own quotas (requests, tokens, concurrency), before admission
- * spends any capacity on the request. A request over its tenant's quota is refused with
- * 429 here. No tenant has limits yet (the tenants issue fills this in): everything passes.
+ * Stage limits: the tenant's own quotas (requests, tokens, concurrency, a daily budget),
+ * checked in one limiter call before admission spends any capacity on the request, and
+ * settled once when the request ends.
+ *
+ * - A tenant without limits skips the limiter: nothing is awaited, nothing allocated.
+ * - Admitted: the decision's states go on the ticket (forward sends them as OpenAI's
+ *   x-ratelimit-* headers) and the request reserves prompt tokens + min(expected output,
+ *   `limits.reserve_output_cap`).
+ * - Refused: 429 GW_ERR_RATE_LIMITED with the x-ratelimit-* headers and retry-after(-ms)
+ *   from when the refusing limit admits again, or GW_ERR_BUDGET_EXHAUSTED (x-should-retry:
+ *   false) when the day's token budget is spent.
+ * - The limiter cannot answer (LimiterStoreError, or any other failure): the request is let
+ *   through unlimited (fail-open) and the failure logged; it never fails the request.
+ * - When the request ends (however: done, refused later by admission, client gone, failed),
+ *   one settle charges what it used (settleTokens) and frees its concurrency lease.
  */
-import type { Stage } from '../gateway-request.js'
+import { randomUUID } from 'node:crypto'
+import { DEFAULTS } from '../config/schema.js'
+import { GatewayError } from '../errors.js'
+import type { ExchangeObserver } from '../exchange.js'
+import type { GatewayRequest, Stage, StageDeps, StageResult } from '../gateway-request.js'
+import { ENDED } from '../gateway-request.js'
+import type { Ticket } from '../ticket.js'
+import type { LimitDecision, Limiter, TenantLimits } from './limiter.js'
+import { rateLimitHeaders } from './ratelimit-headers.js'
 
-export function limitsStage(): Stage {
-  return () => undefined
+/** Whether the tenant has any limit to enforce. */
+export function hasLimits(l: TenantLimits): boolean {
+  return (
+    l.rpm !== undefined ||
+    l.tpm !== undefined ||
+    l.max_concurrent !== undefined ||
+    l.daily_tokens !== undefined
+  )
+}
+
+/**
+ * The tokens a finished request is charged: its real usage (prompt + completion) when the
+ * server reported it; else nothing when it was never sent (refused by admission, client gone
+ * while queued); else, for a stream, its prompt estimate plus the content chunks relayed
+ * (about one token each); else the reservation (the server did the work, we cannot see how much).
+ */
+export function settleTokens(t: Ticket): number {
+  if (t.usage !== undefined) return t.usage.promptTokens + t.usage.completionTokens
+  if (t.dispatchedAt === undefined) return 0
+  if (t.stream) return t.promptTokens + t.contentChunks
+  return t.limiterReserved
+}
+
+/** The refusal for a decision that refused. */
+function refusal(tenant: string, d: Extract<LimitDecision, { allowed: false }>): GatewayError {
+  const headers = rateLimitHeaders(d.requests, d.tokens)
+  if (d.budgetSpent) return new GatewayError('GW_ERR_BUDGET_EXHAUSTED', { tenant }, { headers })
+  return new GatewayError(
+    'GW_ERR_RATE_LIMITED',
+    { tenant, limit: d.refusedBy, retryAfterMs: d.retryAfterMs },
+    { headers, retryAfterMs: d.retryAfterMs },
+  )
+}
+
+export function limitsStage(deps: StageDeps): Stage {
+  const limiter: Limiter | undefined = deps.limiter
+  if (limiter === undefined) return () => undefined
+  const cap = deps.limits?.reserve_output_cap ?? DEFAULTS.reserveOutputCap
+  const leaseMs = deps.limits?.lease_ms ?? DEFAULTS.limitLeaseMs
+  const logger = deps.logger
+  // request ids come from clients (x-request-id) and may repeat: the limiter gets its own
+  const run = randomUUID()
+  let seq = 0
+
+  const settle = (t: Ticket): void => {
+    const id = t.limiterId
+    const tenant = deps.tenants.get(t.tenant)
+    if (id === undefined || tenant === undefined) return
+    limiter
+      .settle({ tenant: tenant.id, requestId: id, limits: tenant.limits, usedTokens: settleTokens(t) })
+      .catch((err: unknown) =>
+        logger?.warn({ err, reqId: t.id, tenant: t.tenant }, 'tenant limiter settle failed'),
+      )
+  }
+  // one observer for every limited request, made once
+  const settler: ExchangeObserver = { ended: settle }
+
+  const decided = (r: GatewayRequest, d: LimitDecision): StageResult => {
+    const t = r.ticket
+    if (!d.allowed) return refusal(t.tenant, d)
+    t.rateRequests = d.requests
+    t.rateTokens = d.tokens
+    // the client left while the limiter answered: nothing will end this exchange again
+    if (r.exchange.isEnded) {
+      settle(t)
+      return ENDED
+    }
+    r.exchange.observe(settler)
+    return undefined
+  }
+
+  return (r) => {
+    const t = r.ticket
+    const tenant = deps.tenants.get(t.tenant)
+    if (tenant === undefined || !hasLimits(tenant.limits)) return undefined
+    const reserve = t.promptTokens + Math.min(t.expectedOutputTokens, cap)
+    const requestId = `${run}:${++seq}`
+    return limiter
+      .check({ tenant: tenant.id, requestId, limits: tenant.limits, reserveTokens: reserve, leaseMs })
+      .then(
+        (d) => {
+          if (d.allowed) {
+            t.limiterId = requestId
+            t.limiterReserved = reserve
+          }
+          return decided(r, d)
+        },
+        (err: unknown) => {
+          // fail-open: the tenant's quota is not worth failing its request over
+          logger?.warn(
+            { err, reqId: t.id, tenant: tenant.id },
+            'tenant limiter failed; request let through unlimited',
+          )
+          return undefined
+        },
+      )
+  }
 }

@@ -7,7 +7,7 @@ import { Registry } from 'prom-client'
 import type { Backends } from '../../src/backends/types.js'
 import { systemClock } from '../../src/clock.js'
 import { configSchema, type GatewayConfig } from '../../src/config/schema.js'
-import { buildHttpApps, type HttpApps } from '../../src/http-apps.js'
+import { buildHttpApps, type GatewayDeps, type HttpApps } from '../../src/http-apps.js'
 import { createLogger } from '../../src/logger.js'
 import type { RequestRecorder } from '../../src/proxy/account.js'
 import type { Ticket } from '../../src/ticket.js'
@@ -25,6 +25,8 @@ export async function startGateway(
   backends: Backends,
   raw: Record<string, unknown> = {},
   recorder?: RequestRecorder,
+  /** Parts to use instead of the defaults (a spy limiter, a scripted admission). */
+  extra: Pick<GatewayDeps, 'limiter' | 'admission'> = {},
 ): Promise<TestGateway> {
   const config: GatewayConfig = configSchema.parse({
     auth: { anonymous: 'default' },
@@ -46,6 +48,7 @@ export async function startGateway(
     registry: new Registry(),
     backends,
     recorder: recorder ?? { record: (t) => tickets.push(t) },
+    ...extra,
   })
   await gateway.app.listen({ port: 0, host: '127.0.0.1' })
   await gateway.admin.listen({ port: 0, host: '127.0.0.1' })

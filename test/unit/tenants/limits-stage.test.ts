@@ -1,0 +1,119 @@
+/**
+ * The limits stage on its own: what it reserves, that an unlimited tenant is passed
+ * synchronously (no limiter call, no promise), that a failing store lets the request through
+ * (fail-open), how a finished request is charged, and the x-ratelimit-* duration format.
+ */
+import { describe, expect, it } from 'vitest'
+import { configSchema } from '../../../src/config/schema.js'
+import type { StageDeps } from '../../../src/gateway-request.js'
+import { TenantDirectory } from '../../../src/tenants/directory.js'
+import type { CheckRequest, Limiter } from '../../../src/tenants/limiter.js'
+import { LimiterStoreError } from '../../../src/tenants/limiter-errors.js'
+import { limitsStage, settleTokens } from '../../../src/tenants/limits.js'
+import { MemoryStore } from '../../../src/tenants/memory-store.js'
+import { rateLimitHeaders, resetDuration } from '../../../src/tenants/ratelimit-headers.js'
+import { Ticket } from '../../../src/ticket.js'
+import { stageRequest } from '../../helpers/stage-request.js'
+
+const config = configSchema.parse({
+  tenants: [
+    { id: 'capped', limits: { tpm: 100_000 } },
+    { id: 'free', limits: {} },
+  ],
+  limits: { reserve_output_cap: 500 },
+})
+
+function stage(limiter: Limiter) {
+  return limitsStage({
+    tenants: TenantDirectory.fromConfig(config),
+    limiter,
+    limits: config.limits,
+  } as unknown as StageDeps)
+}
+
+function requestOf(tenant: string) {
+  const r = stageRequest('/v1/chat/completions', {})
+  r.ticket.tenant = tenant
+  r.ticket.promptTokens = 40
+  r.ticket.expectedOutputTokens = 2000
+  return r
+}
+
+class Recording extends MemoryStore {
+  readonly checks: CheckRequest[] = []
+  override check(req: CheckRequest) {
+    this.checks.push(req)
+    return super.check(req)
+  }
+}
+
+describe('limits stage', () => {
+  it('passes a tenant without limits synchronously, without calling the limiter', () => {
+    const limiter = new Recording()
+    expect(stage(limiter)(requestOf('free'))).toBeUndefined()
+    expect(limiter.checks).toHaveLength(0)
+  })
+
+  it('reserves the prompt plus min(expected output, reserve_output_cap), under an id of its own', async () => {
+    const limiter = new Recording()
+    const r = requestOf('capped')
+    expect(await stage(limiter)(r)).toBeUndefined()
+    expect(limiter.checks[0]).toMatchObject({ tenant: 'capped', reserveTokens: 540, leaseMs: 600_000 })
+    expect(limiter.checks[0]!.requestId).not.toBe(r.ticket.id)
+    expect(r.ticket.limiterId).toBe(limiter.checks[0]!.requestId)
+    expect(r.ticket.rateTokens).toMatchObject({ limit: 100_000, remaining: 100_000 - 540 })
+  })
+
+  it('lets the request through when the store cannot answer (fail-open)', async () => {
+    const failing = new MemoryStore()
+    failing.check = () => Promise.reject(new LimiterStoreError('LIMITER_ERR_TIMEOUT', 'memory', 'slow'))
+    const r = requestOf('capped')
+    expect(await stage(failing)(r)).toBeUndefined()
+    expect(r.ticket.limiterId).toBeUndefined()
+  })
+})
+
+describe('settleTokens', () => {
+  const ticket = () => {
+    const t = new Ticket('t', 'POST', '/v1/chat/completions', 0)
+    t.promptTokens = 30
+    t.limiterReserved = 530
+    return t
+  }
+  it('charges the real usage when it was reported', () => {
+    const t = ticket()
+    t.dispatchedAt = 1
+    t.usage = { promptTokens: 25, completionTokens: 7 }
+    expect(settleTokens(t)).toBe(32)
+  })
+  it('charges nothing for a request never sent', () => {
+    expect(settleTokens(ticket())).toBe(0)
+  })
+  it('charges a stream cut short its prompt and the chunks relayed, a whole response its reservation', () => {
+    const t = ticket()
+    t.dispatchedAt = 1
+    expect(settleTokens(t)).toBe(530)
+    t.stream = true
+    t.contentChunks = 4
+    expect(settleTokens(t)).toBe(34)
+  })
+})
+
+describe('x-ratelimit-* headers', () => {
+  it('writes resets as OpenAI does', () => {
+    expect(resetDuration(0)).toBe('0s')
+    expect(resetDuration(17.2)).toBe('18ms')
+    expect(resetDuration(1000)).toBe('1s')
+    expect(resetDuration(1500)).toBe('1.5s')
+    expect(resetDuration(360_000)).toBe('6m0s')
+    expect(resetDuration(59_999)).toBe('59.999s')
+    expect(resetDuration(3_723_000)).toBe('1h2m3s')
+  })
+  it('sends only the limits the tenant has', () => {
+    expect(rateLimitHeaders({ limit: 60, remaining: 59.7, resetMs: 1000 }, undefined)).toEqual({
+      'x-ratelimit-limit-requests': '60',
+      'x-ratelimit-remaining-requests': '59',
+      'x-ratelimit-reset-requests': '1s',
+    })
+  })
+})
