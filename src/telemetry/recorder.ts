@@ -18,6 +18,13 @@ import {
 } from './label-vocab.js'
 import { outputLengthBucket, promptLengthBucket } from './length-buckets.js'
 import type { Metrics } from './metrics.js'
+import {
+  type Inc,
+  latencySeriesOf,
+  type ModelSeries,
+  type Obs,
+  type TenantSeries,
+} from './recorder-series.js'
 import type { RollingWindows } from './rolling-windows.js'
 import { SeriesCache } from './series-cache.js'
 import type { TenantLabels } from './tenant-labels.js'
@@ -33,39 +40,6 @@ import {
 const ACTION_DETAIL = /[:=(]/
 /** The model label of a request that named none (e.g. invalid JSON). */
 const NO_MODEL = 'none'
-
-type Inc = { inc(v?: number): void }
-type Obs = { observe(v: number): void }
-
-/**
- * The children of one (class, model, tenant), looked up in the series caches once and then
- * reused; filled as first used, so series appear exactly when they did without this.
- * Dropped whenever tenants are evicted (their children are removed from the metrics).
- */
-interface TenantSeries {
-  readonly byOutcome: Map<string, Inc>
-  prompt: Inc | undefined
-  completion: Inc | undefined
-  good: Inc | undefined
-  goodTokens: Inc | undefined
-  missed: Inc | undefined
-}
-
-/** The latency histograms' children of one (class, model, prompt_len, output_len). */
-interface LatencySeries {
-  ttft: Obs | undefined
-  tpot: Obs | undefined
-  e2e: Obs | undefined
-}
-
-/** The children of one (class, model) (no tenant label: never evicted). */
-interface ModelSeries {
-  itl: Obs | undefined
-  queueWait: Obs | undefined
-  predictionError: Obs | undefined
-  /** prompt_len -> output_len -> children */
-  readonly latency: Map<string, Map<string, LatencySeries>>
-}
 
 export class Recorder {
   private readonly config: GatewayConfig
@@ -344,20 +318,6 @@ export class Recorder {
     ]
     for (const t of tenants) for (const c of caches) c.removeWhere('tenant', t)
   }
-}
-
-function latencySeriesOf(perModel: ModelSeries, pl: string, ol: string): LatencySeries {
-  let byOutput = perModel.latency.get(pl)
-  if (byOutput === undefined) {
-    byOutput = new Map()
-    perModel.latency.set(pl, byOutput)
-  }
-  let s = byOutput.get(ol)
-  if (s === undefined) {
-    s = { ttft: undefined, tpot: undefined, e2e: undefined }
-    byOutput.set(ol, s)
-  }
-  return s
 }
 
 /** `cap_max_tokens:512` -> `cap_max_tokens`. */

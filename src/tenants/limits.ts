@@ -25,7 +25,7 @@ import type { Ticket } from '../ticket.js'
 import type { LimitDecision, Limiter, TenantLimits } from './limiter.js'
 import { rateLimitHeaders } from './ratelimit-headers.js'
 
-/** Whether the tenant has any limit to enforce. */
+/** Whether the tenant has a limit to enforce (one or more). */
 export function hasLimits(l: TenantLimits): boolean {
   return (
     l.rpm !== undefined ||
