@@ -25,7 +25,8 @@ const GENERATION_ROUTES: readonly [string, GenerationApi][] = [
 ]
 
 function apiOf(url: string): GenerationApi | undefined {
-  const path = url.split('?', 1)[0]
+  const q = url.indexOf('?')
+  const path = q < 0 ? url : url.slice(0, q)
   for (const [route, api] of GENERATION_ROUTES) if (path === route) return api
   return undefined
 }
