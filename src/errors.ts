@@ -226,6 +226,13 @@ export const ERRORS = {
     retryable: false,
     rejectReason: 'ttft_unreachable',
   },
+  GW_ERR_LIMITER_UNAVAILABLE: {
+    status: 503,
+    type: 'service_unavailable_error',
+    message: "The tenant limits store cannot be reached, and limits.on_store_error is 'fail_closed'; retry shortly.",
+    outcome: 'failed',
+    retryable: true,
+  },
   GW_ERR_INTERNAL: {
     status: 500,
     type: 'server_error',

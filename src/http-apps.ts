@@ -27,7 +27,7 @@ import { listModels } from './proxy/models.js'
 import { Pipeline } from './proxy/pipeline.js'
 import { TenantDirectory } from './tenants/directory.js'
 import type { Limiter } from './tenants/limiter.js'
-import { createLimiter } from './tenants/limiter-registry.js'
+import { tenantLimiter } from './tenants/limiter-registry.js'
 
 export interface GatewayDeps {
   readonly clock: Clock
@@ -43,9 +43,9 @@ export interface GatewayDeps {
   readonly observers?: readonly ExchangeObserver[] | undefined
   /** The tenants (identify); built from the config by default. */
   readonly tenants?: TenantDirectory | undefined
-  /** The tenants' limiter; a memory store on `clock` by default (the caller closes one it gives). */
+  /** The tenants' limiter; by default the config's `limits` store, closed with the app (the caller closes one it gives). */
   readonly limiter?: Limiter | undefined
-  /** Extra sections for GET /admin/state, each read when asked. */
+  /** Extra sections for GET /admin/state, each read (and awaited) when asked. */
   readonly state?: Record<string, () => unknown>
 }
 
@@ -98,6 +98,8 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     forceCloseConnections: 'idle',
   })
   const tokens = deps.tokens ?? new TokenEstimator()
+  const limiter = deps.limiter ?? tenantLimiter(config.limits, { clock: deps.clock, logger: deps.logger })
+  if (deps.limiter === undefined) app.addHook('onClose', () => limiter.close())
   const pipeline = new Pipeline({
     backends: deps.backends,
     admission: deps.admission ?? new PassThrough(),
@@ -107,7 +109,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     defaultMaxTokens: config.admission.default_max_tokens,
     classes: config.classes,
     tenants: deps.tenants ?? TenantDirectory.fromConfig(config),
-    limiter: deps.limiter ?? createLimiter(config.limits.store, { clock: deps.clock }),
+    limiter,
     limits: config.limits,
     observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
   })
@@ -160,12 +162,14 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     registry: deps.registry,
     ready,
     draining: () => pipeline.draining,
-    state: () => ({
+    state: async () => ({
       draining: pipeline.draining,
       inflight: pipeline.inFlight,
       backends: deps.backends.state(),
       admission: deps.admission?.state(),
-      ...Object.fromEntries(Object.entries(deps.state ?? {}).map(([k, f]) => [k, f()])),
+      ...Object.fromEntries(
+        await Promise.all(Object.entries(deps.state ?? {}).map(async ([k, f]) => [k, await f()])),
+      ),
     }),
   })
 

@@ -14,7 +14,8 @@ import { TokenEstimator } from './openai/token-estimator.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
 import { TenantDirectory } from './tenants/directory.js'
-import { createLimiter } from './tenants/limiter-registry.js'
+import { tenantLimiter } from './tenants/limiter-registry.js'
+import { tenantsState } from './tenants/limits.js'
 
 export interface GatewayRuntime {
   readonly apps: HttpApps
@@ -98,6 +99,21 @@ function logAuth(logger: Logger, tenants: TenantDirectory): void {
   )
 }
 
+/** Once at startup: where the tenants' limits live (the Redis host, never its credentials). */
+function logLimits(logger: Logger, config: GatewayConfig): void {
+  const l = config.limits
+  if (!config.tenants.some((t) => Object.keys(t.limits).length > 0)) return
+  if (l.store === 'memory') {
+    logger.info({ store: 'memory' }, 'tenant limits: memory store (this process only: with N replicas each admits the whole limit)')
+    return
+  }
+  const u = new URL(l.redis.url)
+  logger.info(
+    { store: 'redis', redis: `${u.hostname}:${u.port || 6379}`, onStoreError: l.on_store_error },
+    `tenant limits: shared through redis at ${u.hostname}:${u.port || 6379} (when it cannot answer: ${l.on_store_error})`,
+  )
+}
+
 export async function createRuntime(
   base: GatewayConfig,
   logger: Logger,
@@ -118,7 +134,7 @@ export async function createRuntime(
   backends.onChange(() => admission.pumpAll())
   telemetry?.setQueueSource(() => admission.queueDepths())
   const tenants = TenantDirectory.fromConfig(config)
-  const limiter = createLimiter(config.limits.store, { clock })
+  const limiter = tenantLimiter(config.limits, { clock, logger, registry })
   const apps = buildHttpApps(config, {
     tenants,
     limiter,
@@ -129,11 +145,12 @@ export async function createRuntime(
     admission,
     tokens,
     recorder: telemetry ?? { record() {} },
-    state: { slo: () => telemetry?.state(), tenants: () => tenants.state() },
+    state: { slo: () => telemetry?.state(), tenants: () => tenantsState(tenants, limiter) },
   })
   backends.start()
   logStartup(logger, backends, sim !== undefined)
   logAuth(logger, tenants)
+  logLimits(logger, config)
   return {
     apps,
     config,

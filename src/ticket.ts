@@ -7,6 +7,7 @@
  * Times are milliseconds on the gateway's clock (performance.now() by default).
  */
 
+import type { Tenant } from './tenants/directory.js'
 import type { LimitState } from './tenants/limiter.js'
 
 export type Outcome =
@@ -46,6 +47,8 @@ export class Ticket {
   keyConsumed = false
   /** The id the tenant limiter knows this request by (unique per process run); set once admitted by it. */
   limiterId: string | undefined = undefined
+  /** The tenant as the limiter admitted it (settled against these limits even after a reload). */
+  limiterTenant: Tenant | undefined = undefined
   /** Tokens the limiter reserved for this request (tpm, daily_tokens). */
   limiterReserved = 0
   /** The tenant's requests and tokens limits after this request's charge (x-ratelimit-* headers). */

@@ -134,6 +134,10 @@ export function loadConfig(
   if (envPort) assign(`SLO_GATEWAY_PORT=${envPort}`, ['server', 'port'], numberOrString(envPort))
   if (envAdmin)
     assign(`SLO_GATEWAY_ADMIN_PORT=${envAdmin}`, ['server', 'admin_port'], numberOrString(envAdmin))
+  // a Redis password belongs in the environment (a Secret), not in the config file; the
+  // source names the variable only, never its value
+  const envRedis = env.SLO_GATEWAY_REDIS_URL
+  if (envRedis) assign('SLO_GATEWAY_REDIS_URL', ['limits', 'redis', 'url'], envRedis)
   const fromFlag = (overrides.upstreams?.length ?? 0) > 0
   const upstreams = fromFlag
     ? (overrides.upstreams ?? [])

@@ -6,7 +6,13 @@ export {
   PROMPT_LENGTH_BUCKETS,
   promptLengthBucket,
 } from './length-buckets.js'
-export { BACKEND_MODULE_METRICS, exportedSeriesNames, HISTOGRAMS, METRICS } from './names.js'
+export {
+  BACKEND_MODULE_METRICS,
+  exportedSeriesNames,
+  HISTOGRAMS,
+  METRICS,
+  TENANT_MODULE_METRICS,
+} from './names.js'
 export type { Quantiles, WindowName, WindowStats } from './rolling-windows.js'
 export type { SummaryLine } from './summary.js'
 export {

@@ -59,10 +59,17 @@ export const BACKEND_MODULE_METRICS: readonly string[] = [
   'slo_gateway_backend_ejected',
 ]
 
+/** Defined by the tenants module (src/tenants/limiter-metrics.ts): the limiter store's health. */
+export const TENANT_MODULE_METRICS: readonly string[] = [
+  'slo_gateway_ratelimit_store_errors_total',
+  'slo_gateway_ratelimit_degraded_mode',
+]
+
 /** Every series name the project exports (histograms expanded). */
 export function exportedSeriesNames(): Set<string> {
   const out = new Set<string>(Object.values(METRICS))
   for (const h of HISTOGRAMS) for (const s of ['_bucket', '_sum', '_count']) out.add(h + s)
   for (const b of BACKEND_MODULE_METRICS) out.add(b)
+  for (const t of TENANT_MODULE_METRICS) out.add(t)
   return out
 }

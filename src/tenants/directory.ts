@@ -87,7 +87,14 @@ export class TenantDirectory {
     return this.byId.get(id)
   }
 
-  /** For /admin/state: ids, classes, weights and limits; never keys or their hashes. */
+  /** Every configured tenant (and the implicit anonymous one). */
+  all(): Tenant[] {
+    const out = [...this.byId.values()]
+    if (this.anonymous !== undefined && !this.byId.has(this.anonymous.id)) out.push(this.anonymous)
+    return out
+  }
+
+  /** For /admin/state: ids, classes, weights, limits and SLO overrides; never keys or their hashes. */
   state(): object {
     return {
       mode: this.auth.mode,

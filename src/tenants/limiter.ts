@@ -119,6 +119,18 @@ export interface RenewRequest {
   readonly leaseMs?: number | undefined
 }
 
+/** A tenant's current usage, for /admin/state: read without charging anything. */
+export interface TenantUsage {
+  /** Present when the tenant has an `rpm` limit. */
+  readonly requests?: LimitState | undefined
+  /** Present when the tenant has a `tpm` limit. */
+  readonly tokens?: LimitState | undefined
+  /** Concurrency leases held (requests in flight, fleet-wide for a shared store). */
+  readonly concurrent: number
+  /** Tokens charged in the current UTC day. */
+  readonly dailyTokens: number
+}
+
 export interface Limiter {
   /** The store's registry name (`memory`, `redis`). */
   readonly name: string
@@ -127,6 +139,8 @@ export interface Limiter {
   settle(req: SettleRequest): Promise<SettleResult>
   /** Extends an admitted request's lease and reservation; false when it is not held any more. */
   renew(req: RenewRequest): Promise<boolean>
+  /** What the tenant has used of its limits now; charges nothing. */
+  usage(tenant: string, limits: TenantLimits): Promise<TenantUsage>
   /** Releases the store's resources (the Redis connection). */
   close(): Promise<void>
 }

@@ -10,8 +10,13 @@
  * - Refused: 429 GW_ERR_RATE_LIMITED with the x-ratelimit-* headers and retry-after(-ms)
  *   from when the refusing limit admits again, or GW_ERR_BUDGET_EXHAUSTED (x-should-retry:
  *   false) when the day's token budget is spent.
- * - The limiter cannot answer (LimiterStoreError, or any other failure): the request is let
- *   through unlimited (fail-open) and the failure logged; it never fails the request.
+ * - The store cannot answer: the limiter itself applies `limits.on_store_error` (failover.ts:
+ *   this replica's share of each limit); what still fails here is a LimiterStoreError under
+ *   `fail_closed`, a 503 GW_ERR_LIMITER_UNAVAILABLE, or a bug, let through unlimited (logged)
+ *   rather than fail the request.
+ * - While a limited request is in flight its concurrency lease is renewed every
+ *   `limits.lease_ms` / 3, so a long stream keeps its slot and a dead replica's slots
+ *   expire within `lease_ms` (one timer for all of them, running only while any is in flight).
  * - When the request ends (however: done, refused later by admission, client gone, failed),
  *   one settle charges what it used (settleTokens) and frees its concurrency lease.
  */
@@ -22,8 +27,13 @@ import type { ExchangeObserver } from '../exchange.js'
 import type { GatewayRequest, Stage, StageDeps, StageResult } from '../gateway-request.js'
 import { ENDED } from '../gateway-request.js'
 import type { Ticket } from '../ticket.js'
+import type { TenantDirectory } from './directory.js'
 import type { LimitDecision, Limiter, TenantLimits } from './limiter.js'
+import { LimiterStoreError } from './limiter-errors.js'
 import { rateLimitHeaders } from './ratelimit-headers.js'
+
+/** A fail-closed store error's retry hint: about the time the store takes to reconnect. */
+const STORE_RETRY_MS = 1_000
 
 /** Whether the tenant has a limit to enforce (one or more). */
 export function hasLimits(l: TenantLimits): boolean {
@@ -48,6 +58,25 @@ export function settleTokens(t: Ticket): number {
   return t.limiterReserved
 }
 
+/**
+ * /admin/state's tenants: the directory's listing, and what each limited tenant has used
+ * of its limits now (fleet-wide with the Redis store; an error string when it cannot answer).
+ */
+export async function tenantsState(dir: TenantDirectory, limiter: Limiter | undefined): Promise<object> {
+  const limited = dir.all().filter((t) => hasLimits(t.limits))
+  const usage = await Promise.all(
+    limited.map(async (t) => {
+      if (limiter === undefined) return [t.id, null] as const
+      try {
+        return [t.id, await limiter.usage(t.id, t.limits)] as const
+      } catch (err) {
+        return [t.id, { error: err instanceof Error ? err.message : String(err) }] as const
+      }
+    }),
+  )
+  return { ...dir.state(), store: limiter?.name ?? null, usage: Object.fromEntries(usage) }
+}
+
 /** The refusal for a decision that refused. */
 function refusal(tenant: string, d: Extract<LimitDecision, { allowed: false }>): GatewayError {
   const headers = rateLimitHeaders(d.requests, d.tokens)
@@ -68,11 +97,36 @@ export function limitsStage(deps: StageDeps): Stage {
   // request ids come from clients (x-request-id) and may repeat: the limiter gets its own
   const run = randomUUID()
   let seq = 0
+  // limited requests in flight, by limiter id: their leases are renewed while they last
+  const held = new Map<string, string>()
+  let renewer: NodeJS.Timeout | undefined
+  const renewAll = () => {
+    for (const [requestId, tenant] of held) {
+      limiter.renew({ tenant, requestId, leaseMs }).catch((err: unknown) =>
+        logger?.warn({ err, tenant }, 'tenant limiter lease renewal failed'),
+      )
+    }
+  }
+  const hold = (requestId: string, tenant: string) => {
+    held.set(requestId, tenant)
+    if (renewer === undefined) {
+      renewer = setInterval(renewAll, Math.max(1, Math.floor(leaseMs / 3)))
+      renewer.unref()
+    }
+  }
+  const release = (requestId: string) => {
+    held.delete(requestId)
+    if (held.size === 0 && renewer !== undefined) {
+      clearInterval(renewer)
+      renewer = undefined
+    }
+  }
 
   const settle = (t: Ticket): void => {
     const id = t.limiterId
-    const tenant = deps.tenants.get(t.tenant)
+    const tenant = t.limiterTenant
     if (id === undefined || tenant === undefined) return
+    release(id)
     limiter
       .settle({ tenant: tenant.id, requestId: id, limits: tenant.limits, usedTokens: settleTokens(t) })
       .catch((err: unknown) =>
@@ -93,6 +147,8 @@ export function limitsStage(deps: StageDeps): Stage {
       return ENDED
     }
     r.exchange.observe(settler)
+    // the lease carries the reservation too: renewed for every limited request, not just concurrency
+    hold(t.limiterId!, t.limiterTenant!.id)
     return undefined
   }
 
@@ -108,12 +164,21 @@ export function limitsStage(deps: StageDeps): Stage {
         (d) => {
           if (d.allowed) {
             t.limiterId = requestId
+            t.limiterTenant = tenant
             t.limiterReserved = reserve
           }
           return decided(r, d)
         },
         (err: unknown) => {
-          // fail-open: the tenant's quota is not worth failing its request over
+          if (err instanceof LimiterStoreError) {
+            // the limiter's policy is fail_closed (a fail_open one answers from its local share)
+            return new GatewayError(
+              'GW_ERR_LIMITER_UNAVAILABLE',
+              {},
+              { cause: err, retryAfterMs: STORE_RETRY_MS },
+            )
+          }
+          // a bug: the tenant's quota is not worth failing its request over
           logger?.warn(
             { err, reqId: t.id, tenant: tenant.id },
             'tenant limiter failed; request let through unlimited',

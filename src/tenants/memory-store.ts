@@ -20,6 +20,7 @@ import {
   type SettleRequest,
   type SettleResult,
   type TenantLimits,
+  type TenantUsage,
   tokenCount,
 } from './limiter.js'
 
@@ -179,6 +180,14 @@ export class MemoryStore implements Limiter {
     lease.expiresAt = now + leaseLife(req.leaseMs)
     s.minExpiry = Math.min(s.minExpiry, lease.expiresAt)
     return true
+  }
+
+  async usage(tenant: string, limits: TenantLimits): Promise<TenantUsage> {
+    const now = this.clock.now()
+    const s = this.state(tenant)
+    this.rollDay(s)
+    this.sweep(s, now)
+    return { ...this.states(s, limits, now, s.tat), concurrent: s.leases.size, dailyTokens: s.dayUsed }
   }
 
   async close(): Promise<void> {

@@ -192,3 +192,39 @@ redis.call('ZADD', KEYS[2], fmt(now + leaseMs), id)
 if redis.call('PTTL', KEYS[2]) < leaseMs then redis.call('PEXPIRE', KEYS[2], leaseMs + 1000) end
 return 1
 `
+
+/**
+ * heartbeat. KEYS[1] `<prefix>replicas`, a sorted set of replica ids scored by when their
+ * last beat expires; ARGV: replicaId, ttlMs. Reply: the replicas live now (this one included),
+ * the divisor of a fail-open share.
+ */
+export const HEARTBEAT_LUA = `${PRELUDE}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(now))
+redis.call('ZADD', KEYS[1], fmt(now + tonumber(ARGV[2])), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 1000)
+return redis.call('ZCARD', KEYS[1])
+`
+
+/**
+ * usage (for /admin/state). KEYS as check's; ARGV: rpm, tpm (0 = not set). Reads, changes
+ * nothing. Reply: requests limit / remaining / resetMs, tokens limit / remaining / resetMs,
+ * leases held, tokens charged today.
+ */
+export const USAGE_LUA = `${PRELUDE}
+local rpm = tonumber(ARGV[1])
+local tpm = tonumber(ARGV[2])
+local st = redis.call('HMGET', KEYS[1], 'tat', 'tok', 'tokAt', 'day', 'dayUsed')
+local tat = tonumber(st[1]) or 0
+local rl, rr, rs = -1, -1, -1
+if rpm > 0 then
+  local ahead = math.max(0, tat - now)
+  rl = rpm
+  rr = math.max(0, math.floor((MIN - ahead) * rpm / MIN + EPS))
+  rs = math.ceil(ahead - EPS)
+end
+local tl, tr, ts = tokens_state(tpm, bucket(tonumber(st[2]), tonumber(st[3]) or now, tpm))
+local held = redis.call('ZCOUNT', KEYS[2], '(' .. fmt(now), '+inf')
+local used = 0
+if tonumber(st[4]) == math.floor(now / DAY) then used = tonumber(st[5]) or 0 end
+return {rl, rr, rs, tl, tr, ts, held, used}
+`

@@ -27,10 +27,12 @@ import {
   type RenewRequest,
   type SettleRequest,
   type SettleResult,
+  type TenantLimits,
+  type TenantUsage,
   tokenCount,
 } from './limiter.js'
 import { LimiterStoreError, redisStoreError } from './limiter-errors.js'
-import { CHECK_LUA, RENEW_LUA, SETTLE_LUA } from './redis-scripts.js'
+import { CHECK_LUA, HEARTBEAT_LUA, RENEW_LUA, SETTLE_LUA, USAGE_LUA } from './redis-scripts.js'
 
 export interface RedisStoreOptions {
   /** `redis://[user:pass@]host:port[/db]`; default redis://127.0.0.1:6379. */
@@ -62,6 +64,8 @@ interface LimiterCommands {
   sloLimiterCheck(...args: (string | number)[]): Promise<unknown>
   sloLimiterSettle(...args: (string | number)[]): Promise<unknown>
   sloLimiterRenew(...args: (string | number)[]): Promise<unknown>
+  sloLimiterHeartbeat(...args: (string | number)[]): Promise<unknown>
+  sloLimiterUsage(...args: (string | number)[]): Promise<unknown>
 }
 
 const REFUSED: readonly (LimitName | undefined)[] = [
@@ -115,6 +119,8 @@ export class RedisStore implements Limiter {
     redis.defineCommand('sloLimiterCheck', { numberOfKeys: 3, lua: CHECK_LUA })
     redis.defineCommand('sloLimiterSettle', { numberOfKeys: 3, lua: SETTLE_LUA })
     redis.defineCommand('sloLimiterRenew', { numberOfKeys: 3, lua: RENEW_LUA })
+    redis.defineCommand('sloLimiterHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_LUA })
+    redis.defineCommand('sloLimiterUsage', { numberOfKeys: 3, lua: USAGE_LUA })
     const onError = opts.onError
     // Without a listener ioredis prints every reconnect failure; the caller logs them.
     redis.on('error', (err: Error) => onError?.(err))
@@ -204,6 +210,37 @@ export class RedisStore implements Limiter {
       .sloLimiterRenew(...this.keys(req.tenant, req.requestId), leaseLife(req.leaseMs), req.requestId)
       .catch(rethrow)
     return reply === 1
+  }
+
+  async usage(tenant: string, limits: TenantLimits): Promise<TenantUsage> {
+    const r = ints(
+      await this.redis
+        .sloLimiterUsage(...this.keys(tenant, ''), arg(limits.rpm), arg(limits.tpm))
+        .catch(rethrow),
+      8,
+    )
+    const requests = limitState(r[0]!, r[1]!, r[2]!)
+    const tokens = limitState(r[3]!, r[4]!, r[5]!)
+    return {
+      ...(requests ? { requests } : {}),
+      ...(tokens ? { tokens } : {}),
+      concurrent: r[6]!,
+      dailyTokens: r[7]!,
+    }
+  }
+
+  /**
+   * Says this replica is alive for `ttlMs`, and returns how many replicas are (this one
+   * included): what a fail-open share divides each limit by.
+   */
+  async heartbeat(replicaId: string, ttlMs: number): Promise<number> {
+    const reply = await this.redis
+      .sloLimiterHeartbeat(`${this.prefix}replicas`, replicaId, Math.max(1, Math.ceil(ttlMs)))
+      .catch(rethrow)
+    if (typeof reply !== 'number' || reply < 1) {
+      throw new LimiterStoreError('LIMITER_ERR_REPLY', 'redis', `unexpected heartbeat reply ${JSON.stringify(reply)}`)
+    }
+    return reply
   }
 
   async close(): Promise<void> {

@@ -19,6 +19,8 @@ import type {
   RenewRequest,
   SettleRequest,
   SettleResult,
+  TenantLimits,
+  TenantUsage,
 } from '../../../src/tenants/limiter.js'
 import { MemoryStore } from '../../../src/tenants/memory-store.js'
 import type { Ticket } from '../../../src/ticket.js'
@@ -43,6 +45,9 @@ class SpyLimiter implements Limiter {
   }
   renew(req: RenewRequest): Promise<boolean> {
     return this.inner.renew(req)
+  }
+  usage(tenant: string, limits: TenantLimits): Promise<TenantUsage> {
+    return this.inner.usage(tenant, limits)
   }
   close(): Promise<void> {
     return this.inner.close()

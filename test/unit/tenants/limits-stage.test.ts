@@ -1,9 +1,11 @@
 /**
  * The limits stage on its own: what it reserves, that an unlimited tenant is passed
- * synchronously (no limiter call, no promise), that a failing store lets the request through
- * (fail-open), how a finished request is charged, and the x-ratelimit-* duration format.
+ * synchronously (no limiter call, no promise), what a failing store does (a fail-closed store
+ * error is a 503, a bug lets the request through), that an admitted request's lease is
+ * renewed while it is in flight, how a finished request is charged, and the x-ratelimit-*
+ * duration format.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { configSchema } from '../../../src/config/schema.js'
 import type { StageDeps } from '../../../src/gateway-request.js'
 import { TenantDirectory } from '../../../src/tenants/directory.js'
@@ -58,18 +60,56 @@ describe('limits stage', () => {
     const limiter = new Recording()
     const r = requestOf('capped')
     expect(await stage(limiter)(r)).toBeUndefined()
-    expect(limiter.checks[0]).toMatchObject({ tenant: 'capped', reserveTokens: 540, leaseMs: 600_000 })
+    expect(limiter.checks[0]).toMatchObject({ tenant: 'capped', reserveTokens: 540, leaseMs: 30_000 })
     expect(limiter.checks[0]!.requestId).not.toBe(r.ticket.id)
     expect(r.ticket.limiterId).toBe(limiter.checks[0]!.requestId)
     expect(r.ticket.rateTokens).toMatchObject({ limit: 100_000, remaining: 100_000 - 540 })
   })
 
-  it('lets the request through when the store cannot answer (fail-open)', async () => {
+  it('refuses with 503 when the store error reaches it (fail_closed), retry in about a second', async () => {
     const failing = new MemoryStore()
-    failing.check = () => Promise.reject(new LimiterStoreError('LIMITER_ERR_TIMEOUT', 'memory', 'slow'))
+    failing.check = () => Promise.reject(new LimiterStoreError('LIMITER_ERR_TIMEOUT', 'redis', 'slow'))
+    const r = requestOf('capped')
+    const out = await stage(failing)(r)
+    expect(out).toMatchObject({ code: 'GW_ERR_LIMITER_UNAVAILABLE', status: 503, retryAfterMs: 1_000 })
+    expect(r.ticket.limiterId).toBeUndefined()
+  })
+
+  it('lets the request through when the limiter fails otherwise (a bug is not the tenant\'s fault)', async () => {
+    const failing = new MemoryStore()
+    failing.check = () => Promise.reject(new TypeError('oops'))
     const r = requestOf('capped')
     expect(await stage(failing)(r)).toBeUndefined()
     expect(r.ticket.limiterId).toBeUndefined()
+  })
+
+  describe('leases', () => {
+    afterEach(() => {
+      vi.useRealTimers()
+    })
+
+    it('renews an in-flight request every lease_ms / 3 and stops once it settles', async () => {
+      vi.useFakeTimers()
+      const limiter = new Recording()
+      const renewed: string[] = []
+      limiter.renew = async (req) => {
+        renewed.push(req.requestId)
+        return true
+      }
+      const r = requestOf('capped')
+      expect(await stage(limiter)(r)).toBeUndefined()
+      const id = r.ticket.limiterId!
+      vi.advanceTimersByTime(9_999)
+      expect(renewed).toEqual([])
+      vi.advanceTimersByTime(1)
+      expect(renewed).toEqual([id])
+      vi.advanceTimersByTime(20_000)
+      expect(renewed).toEqual([id, id, id])
+      r.exchange.end(undefined)
+      vi.advanceTimersByTime(60_000)
+      expect(renewed).toHaveLength(3)
+      expect(vi.getTimerCount()).toBe(0)
+    })
   })
 })
 

@@ -1,0 +1,197 @@
+/**
+ * A shared limiter store (Redis) with a policy for when it cannot answer, so a Redis outage
+ * never takes the gateway down and never makes a request wait past the store's timeout:
+ *
+ * - `fail_open`: the request is checked against a local memory limiter holding this
+ *   replica's share of each limit (the limit / replicas, at least 1), so N replicas together
+ *   stay near the limit. `replicas` is the config's, or the count of replicas that beat on
+ *   Redis (each beats every `heartbeatMs`), as last seen before the outage.
+ * - `fail_closed`: the store's error goes on to the limits stage, which refuses with 503.
+ *
+ * A request is settled and renewed where it was admitted: the local ids are remembered
+ * until they settle. A store error on settle is counted and thrown (the limits stage logs
+ * it); the shared lease then frees itself on expiry.
+ *
+ * Degraded mode (the `slo_gateway_ratelimit_degraded_mode` gauge, and one log line on each
+ * change) begins with the first store error or a lost connection, and ends with the next
+ * call that succeeds: healing needs nothing but Redis back.
+ */
+import type { FastifyBaseLogger as Logger } from 'fastify'
+import type { Clock } from '../clock.js'
+import type {
+  CheckRequest,
+  LimitDecision,
+  Limiter,
+  RenewRequest,
+  SettleRequest,
+  SettleResult,
+  TenantLimits,
+  TenantUsage,
+} from './limiter.js'
+import { LimiterStoreError } from './limiter-errors.js'
+import { MemoryStore } from './memory-store.js'
+
+export type StoreErrorPolicy = 'fail_open' | 'fail_closed'
+
+/** A store shared by replicas: it can say how many are alive. */
+export interface SharedStore extends Limiter {
+  heartbeat(replicaId: string, ttlMs: number): Promise<number>
+}
+
+/** What the failover reports to telemetry. */
+export interface FailoverSignals {
+  storeError(store: string, code: string): void
+  degraded(store: string, on: boolean): void
+}
+
+export interface FailoverOptions {
+  readonly primary: SharedStore
+  readonly policy: StoreErrorPolicy
+  readonly replicaId: string
+  /** Fixed replica count for the fail-open share; undefined: learned from heartbeats. */
+  readonly replicas?: number | undefined
+  /** How often this replica beats (and re-learns the count); default 1 000 ms. */
+  readonly heartbeatMs?: number | undefined
+  readonly clock?: Clock | undefined
+  readonly logger?: Logger | undefined
+  readonly signals?: FailoverSignals | undefined
+}
+
+/** One replica's share of each limit: the limit / replicas, rounded down, at least 1. */
+export function shareOf(limits: TenantLimits, replicas: number): TenantLimits {
+  if (replicas <= 1) return limits
+  const part = (n: number | undefined) => (n === undefined ? undefined : Math.max(1, Math.floor(n / replicas)))
+  return {
+    rpm: part(limits.rpm),
+    tpm: part(limits.tpm),
+    max_concurrent: part(limits.max_concurrent),
+    daily_tokens: part(limits.daily_tokens),
+  }
+}
+
+export class FailoverLimiter implements Limiter {
+  readonly name: string
+  private readonly primary: SharedStore
+  private readonly local: MemoryStore
+  private readonly policy: StoreErrorPolicy
+  private readonly fixedReplicas: number | undefined
+  private readonly logger: Logger | undefined
+  private readonly signals: FailoverSignals | undefined
+  /** Requests admitted by the local share, until they settle. */
+  private readonly localIds = new Set<string>()
+  private learnedReplicas = 1
+  private isDegraded = false
+  private readonly timer: NodeJS.Timeout
+
+  constructor(opts: FailoverOptions) {
+    this.primary = opts.primary
+    this.name = opts.primary.name
+    this.local = new MemoryStore({ clock: opts.clock })
+    this.policy = opts.policy
+    this.fixedReplicas = opts.replicas
+    this.logger = opts.logger
+    this.signals = opts.signals
+    const every = opts.heartbeatMs ?? 1_000
+    const beat = () => {
+      this.primary.heartbeat(opts.replicaId, every * 3).then(
+        (n) => {
+          this.learnedReplicas = n
+          this.healthy()
+        },
+        (err: unknown) => this.failed(err),
+      )
+    }
+    beat()
+    this.timer = setInterval(beat, every)
+    this.timer.unref()
+  }
+
+  /** The divisor of the fail-open share now. */
+  get replicas(): number {
+    return this.fixedReplicas ?? this.learnedReplicas
+  }
+
+  get degraded(): boolean {
+    return this.isDegraded
+  }
+
+  /** Told by the store when its connection drops or comes back (before any call fails). */
+  connectionChanged(connected: boolean): void {
+    if (!connected) this.degrade('connection lost')
+  }
+
+  async check(req: CheckRequest): Promise<LimitDecision> {
+    try {
+      const d = await this.primary.check(req)
+      this.healthy()
+      return d
+    } catch (err) {
+      if (!(err instanceof LimiterStoreError)) throw err
+      this.failed(err)
+      if (this.policy === 'fail_closed') throw err
+      const d = await this.local.check({ ...req, limits: shareOf(req.limits, this.replicas) })
+      if (d.allowed) this.localIds.add(req.requestId)
+      return d
+    }
+  }
+
+  async settle(req: SettleRequest): Promise<SettleResult> {
+    if (this.localIds.delete(req.requestId)) {
+      return this.local.settle({ ...req, limits: shareOf(req.limits, this.replicas) })
+    }
+    try {
+      const r = await this.primary.settle(req)
+      this.healthy()
+      return r
+    } catch (err) {
+      this.failed(err)
+      throw err
+    }
+  }
+
+  async renew(req: RenewRequest): Promise<boolean> {
+    if (this.localIds.has(req.requestId)) return this.local.renew(req)
+    try {
+      const r = await this.primary.renew(req)
+      this.healthy()
+      return r
+    } catch (err) {
+      this.failed(err)
+      throw err
+    }
+  }
+
+  usage(tenant: string, limits: TenantLimits): Promise<TenantUsage> {
+    return this.primary.usage(tenant, limits)
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer)
+    await Promise.all([this.primary.close(), this.local.close()])
+  }
+
+  private failed(err: unknown): void {
+    if (err instanceof LimiterStoreError) {
+      this.signals?.storeError(err.store, err.code)
+      this.degrade(err.message)
+    }
+  }
+
+  private degrade(why: string): void {
+    if (this.isDegraded) return
+    this.isDegraded = true
+    this.signals?.degraded(this.name, true)
+    const share = this.policy === 'fail_open' ? `each limit / ${this.replicas} locally` : 'refused with 503'
+    this.logger?.warn(
+      { store: this.name, policy: this.policy, replicas: this.replicas, reason: why },
+      `tenant limiter store unavailable (${why}); requests are ${share} until it is back`,
+    )
+  }
+
+  private healthy(): void {
+    if (!this.isDegraded) return
+    this.isDegraded = false
+    this.signals?.degraded(this.name, false)
+    this.logger?.info({ store: this.name }, 'tenant limiter store is back; shared limits resume')
+  }
+}
