@@ -50,10 +50,12 @@ let keyPaths: readonly string[] | undefined
 /** The keys the schema accepts under `path` (list indexes and class names generalised). */
 export function keysUnder(path: Path): string[] {
   keyPaths ??= configKeyPaths()
+  const paths = keyPaths
   let prefix = ''
   path.forEach((seg, i) => {
     if (typeof seg === 'number') prefix += '[]'
     else if (i === 1 && path[0] === 'classes') prefix += '.<name>'
+    else if (i > 0 && paths.some((p) => p.startsWith(`${prefix}.<class>.`))) prefix += '.<class>'
     else prefix += prefix === '' ? String(seg) : `.${String(seg)}`
   })
   const start = prefix === '' ? '' : `${prefix}.`

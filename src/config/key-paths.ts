@@ -1,6 +1,7 @@
 /**
- * Every key path the schema accepts, e.g. `backends.pools[].scrape_interval_ms` and
- * `classes.<name>.slo.ttft_ms`. docs/config.md must document each one (a test checks).
+ * Every key path the schema accepts, e.g. `backends.pools[].scrape_interval_ms`,
+ * `classes.<name>.slo.ttft_ms` and `tenants[].slo.<class>.ttft_ms`. docs/config.md must
+ * document each one (a test checks).
  */
 import type { z } from 'zod'
 import { classSchema, configSchema } from './schema.js'
@@ -32,6 +33,10 @@ function walk(schema: unknown, prefix: string, out: string[]): void {
       return
     case 'array':
       walk(def.element, `${prefix}[]`, out)
+      return
+    case 'record':
+      // keyed by class name (tenants[].slo.<class>): the keys under each entry
+      walk(def.valueType, `${prefix}.<class>`, out)
       return
     case 'union':
       for (const option of def.options as unknown[]) walk(option, prefix, out)

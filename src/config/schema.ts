@@ -8,6 +8,7 @@
 import { z } from 'zod'
 import { isRecord } from '../is-record.js'
 import { structuralFindings } from './checks.js'
+import { classBoundsFindings, tenantSloBoundsSchema } from './tenant-slo.js'
 import { authSchema, tenantFindings, tenantsSchema } from './tenants.js'
 
 const port = z.int().min(0).max(65535)
@@ -176,6 +177,8 @@ export const classSchema = z.strictObject({
   reject_on_ttft: z.boolean(),
   /** Degrade actions, tried in order before a refusal. */
   degrade: z.array(degradeStepSchema).default([]),
+  /** The SLO overrides a tenant may set in this class (tenants[].slo), per objective; none: no override. */
+  tenant_slo_bounds: tenantSloBoundsSchema.optional(),
 })
 
 export type ClassConfig = z.output<typeof classSchema>
@@ -227,7 +230,10 @@ export function parseClasses(user: Record<string, unknown>): {
     if (!nameOk) issues.push({ code: 'custom', path: [name], message: CLASS_NAME_RULE, input: name })
     const raw = base !== undefined && isRecord(own) ? mergeClass(base, own) : (own ?? base)
     const r = classSchema.safeParse(raw, { reportInput: true })
-    if (r.success && nameOk) classes[name] = r.data
+    const bounds = r.success ? classBoundsFindings(r.data) : []
+    for (const f of bounds)
+      issues.push({ code: 'custom', path: [name, ...f.path], message: f.message, input: raw })
+    if (r.success && nameOk && bounds.length === 0) classes[name] = r.data
     else if (!r.success)
       for (const issue of r.error.issues) issues.push({ ...issue, path: [name, ...issue.path] })
   }
@@ -362,8 +368,7 @@ export const configSchema = z
   })
   .superRefine((cfg, ctx) => {
     for (const f of structuralFindings(cfg.server, cfg.backends.pools)) ctx.addIssue({ code: 'custom', ...f })
-    for (const f of tenantFindings(cfg.tenants, new Set(Object.keys(cfg.classes))))
-      ctx.addIssue({ code: 'custom', ...f })
+    for (const f of tenantFindings(cfg.tenants, cfg.classes)) ctx.addIssue({ code: 'custom', ...f })
   })
 
 export type GatewayConfig = z.output<typeof configSchema>

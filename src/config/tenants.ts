@@ -6,6 +6,7 @@
  */
 import { z } from 'zod'
 import type { Finding } from './checks.js'
+import { type BoundedClass, tenantSloFindings, tenantSloSchema } from './tenant-slo.js'
 
 const positiveInt = z.int().positive()
 
@@ -47,6 +48,11 @@ export const tenantSchema = z.strictObject({
   /** Fair share in the admission queues, relative to the other tenants of a class. */
   weight: z.number().positive().max(1_000).default(1),
   limits: tenantLimitsSchema.prefault({}),
+  /**
+   * Per class, objectives this tenant's requests have instead of the class's own, each
+   * within the class's `tenant_slo_bounds` (a class without bounds allows none).
+   */
+  slo: tenantSloSchema.optional(),
 })
 
 export const AUTH_MODES = ['api_key', 'trusted_header'] as const
@@ -72,14 +78,22 @@ export const tenantsSchema = z.array(tenantSchema).default([])
 export type TenantConfig = z.output<typeof tenantSchema>
 export type AuthConfig = z.output<typeof authSchema>
 
-/** What makes a tenants section wrong beyond each field: duplicates, unknown classes. */
+/** The classes as the tenant checks need them: names, objectives and their bounds for tenants. */
+export type ClassesForTenants = Readonly<Record<string, BoundedClass>>
+
+/**
+ * What makes a tenants section wrong beyond each field: duplicates, unknown classes, SLO
+ * overrides the classes do not allow. `classes` undefined: they failed their own
+ * validation, and the checks that need them are skipped.
+ */
 export function tenantFindings(
   tenants: readonly (TenantConfig | undefined)[],
-  classNames: ReadonlySet<string> | undefined,
+  classes: ClassesForTenants | undefined,
 ): Finding[] {
   const out: Finding[] = []
   const ids = new Map<string, number>()
   const keys = new Map<string, number>()
+  const classNames = classes === undefined ? undefined : new Set(Object.keys(classes))
   const known = classNames === undefined ? '' : [...classNames].join(', ')
   tenants.forEach((t, i) => {
     if (t === undefined) return
@@ -114,6 +128,7 @@ export function tenantFindings(
         path: at('default_class'),
         message: `default class '${t.default_class}' is not in allowed_classes (${t.allowed_classes.join(', ')})`,
       })
+    out.push(...tenantSloFindings(t.slo, i, t.allowed_classes, classes))
   })
   return out
 }

@@ -74,8 +74,7 @@ export function validateConfig(raw: Record<string, unknown>): Validation {
     problems.push(...structuralFindings(shape.server.safeParse(raw.server).data, pools).map(toProblem))
     const tenants = Array.isArray(raw.tenants) ? raw.tenants.map((t) => tenantSchema.safeParse(t).data) : []
     const classes = shape.classes.safeParse(raw.classes).data
-    const names = classes === undefined ? undefined : new Set(Object.keys(classes))
-    problems.push(...tenantFindings(tenants, names).map(toProblem))
+    problems.push(...tenantFindings(tenants, classes).map(toProblem))
   }
   const runTime = runTimeFindings({
     pools,
