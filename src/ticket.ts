@@ -7,6 +7,7 @@
  * Times are milliseconds on the gateway's clock (performance.now() by default).
  */
 
+import type { Objectives, TenantObjectives } from './objectives.js'
 import type { Tenant } from './tenants/directory.js'
 import type { LimitState } from './tenants/limiter.js'
 
@@ -43,6 +44,8 @@ export class Ticket {
   tenantDefaultClass: string | undefined = undefined
   /** The tenant's fair-share weight in the admission queues (identify). */
   tenantWeight = 1
+  /** The tenant's objectives per class it overrides (identify); undefined: it overrides none. */
+  tenantObjectives: TenantObjectives | undefined = undefined
   /** The request's API key named its tenant: it is the gateway's credential, not forwarded upstream. */
   keyConsumed = false
   /** The id the tenant limiter knows this request by (unique per process run); set once admitted by it. */
@@ -59,6 +62,12 @@ export class Ticket {
   /** `service_tier` from the body, as sent. */
   serviceTier: string | undefined = undefined
   class = 'interactive'
+  /**
+   * The request's objectives, decided with its class (admission, src/objectives.ts): the
+   * class's `slo`, or its tenant's override of it. Read through `objectivesOf`, which
+   * also answers for a request admission did not judge (undefined here).
+   */
+  slo: Objectives | undefined = undefined
   /** A generation request (chat, completions or responses): admission applies. */
   generation = false
   /** Which generation API: its body and stream events differ. */

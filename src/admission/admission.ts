@@ -13,6 +13,7 @@ import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
+import { objectivesFor, tenantObjectives } from '../objectives.js'
 import type { JsonBody } from '../openai/request-fields.js'
 import type { TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
@@ -80,6 +81,24 @@ export class Admission implements AdmissionControl {
           `the ${u.class} TTFT objective (${u.sloMs} ms) is below the least TTFT pool ${pool.name} is predicted to give (${u.idleTtftMs} ms, an idle server); every ${u.class} request there will be refused (ttft_unreachable). Raise classes.${u.class}.slo.ttft_ms, or set admission.estimator priors that match the servers`,
         )
       }
+      // and what no request of a tenant whose override is tighter will get
+      for (const [index, tenant] of config.tenants.entries()) {
+        const own = tenantObjectives(tenant.slo, config.classes) ?? {}
+        for (const [name, o] of Object.entries(own)) {
+          const idle = o.ttft_ms === undefined ? undefined : pa.unreachableMs(name, 1, o.ttft_ms)
+          if (idle === undefined) continue
+          logger?.warn(
+            {
+              pool: pool.name,
+              tenant: tenant.id,
+              class: name,
+              sloMs: o.ttft_ms,
+              idleTtftMs: Math.round(idle),
+            },
+            `tenant ${tenant.id}'s ${name} TTFT objective (${o.ttft_ms} ms) is below the least TTFT pool ${pool.name} is predicted to give (${Math.round(idle)} ms, an idle server); every ${name} request of ${tenant.id} there will be refused (ttft_unreachable). Raise tenants[${index}].slo.${name}.ttft_ms`,
+          )
+        }
+      }
     }
   }
 
@@ -118,6 +137,10 @@ export class Admission implements AdmissionControl {
     if (className instanceof GatewayError) return { kind: 'reject', error: className }
     t.class = className
     const cls = this.config.classes[className]!
+    // the request's own objectives (its tenant's, where it overrides the class's): what it
+    // is admitted, queued, timed and judged by
+    const objectives = objectivesFor(t, className, cls)
+    t.slo = objectives
     const req: DegradableRequest = {
       body,
       api: t.api,
@@ -126,10 +149,10 @@ export class Admission implements AdmissionControl {
       choices: typeof body.n === 'number' && body.n > 1 ? Math.floor(body.n) : 1,
     }
     const promptTokens = t.promptTokens
-    const slo = cls.slo.ttft_ms
+    const slo = objectives.ttft_ms
 
     let pa = this.poolAdmission(req.pool)
-    let budget = pa.ttftBudget(className)
+    let budget = pa.ttftBudget(className, slo)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let { prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens)
     if (usable === 0) return this.noBackend(t, req.pool)
@@ -139,7 +162,7 @@ export class Admission implements AdmissionControl {
       if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) continue
       t.degraded.push(step.action)
       pa = this.poolAdmission(req.pool)
-      budget = pa.ttftBudget(className)
+      budget = pa.ttftBudget(className, slo)
       kvTokens = promptTokens + req.choices * req.expectedOutput
       ;({ prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens))
       if (usable === 0) return this.noBackend(t, req.pool)
@@ -156,7 +179,7 @@ export class Admission implements AdmissionControl {
     if (cls.reject_on_ttft && p.totalMs > budget) {
       // Its prompt alone is too long for the objective, even on an idle server: no wait
       // helps (and it is never let in as a probe, which would only fail at the server).
-      const idleMs = pa.unreachableMs(className, promptTokens)
+      const idleMs = pa.unreachableMs(className, promptTokens, slo)
       if (idleMs !== undefined) {
         const error = new GatewayError('GW_ERR_TTFT_UNREACHABLE', {
           class: className,
@@ -180,10 +203,10 @@ export class Admission implements AdmissionControl {
       }
     }
     const now = this.clock.now()
-    // Queued, a request is shed once it can no longer meet its class's objectives.
+    // Queued, a request is shed once it can no longer meet its objectives.
     let waitBudget = cls.max_queue_wait_ms
     if (slo !== undefined) waitBudget = Math.min(waitBudget, slo - p.serverMs)
-    if (cls.slo.e2e_ms !== undefined) waitBudget = Math.min(waitBudget, cls.slo.e2e_ms)
+    if (objectives.e2e_ms !== undefined) waitBudget = Math.min(waitBudget, objectives.e2e_ms)
     return {
       kind: 'admit',
       poolAdmission: pa,

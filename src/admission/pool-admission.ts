@@ -103,10 +103,14 @@ export class PoolAdmission {
     return { prediction, usable: views.length, kvBlocked }
   }
 
-  /** The predicted TTFT this class admits up to here: SLO × (1 − its margin); ∞ without one. */
-  ttftBudget(className: string): number {
+  /**
+   * The predicted TTFT a request of this class is admitted up to here: its own TTFT
+   * objective `sloMs` (its class's or its tenant's) × (1 − the class's margin); ∞ for a
+   * class not refused on its predicted TTFT, or a request without a TTFT objective.
+   */
+  ttftBudget(className: string, sloMs: number | undefined): number {
     const t = this.ttft.get(className)
-    return t === undefined ? Number.POSITIVE_INFINITY : t.sloMs * (1 - t.margin.value)
+    return t === undefined || sloMs === undefined ? Number.POSITIVE_INFINITY : sloMs * (1 - t.margin.value)
   }
 
   /** The class's TTFT margin here; undefined for a class not refused on its predicted TTFT. */
@@ -143,11 +147,13 @@ export class PoolAdmission {
 
   /**
    * The least TTFT a request of `promptTokens` can have here (an idle endpoint), when that
-   * is above the class's objective: waiting cannot help it. Undefined when it can be met.
+   * is above its TTFT objective `sloMs` (default: its class's): waiting cannot help it.
+   * Undefined when it can be met, and for a class not refused on its predicted TTFT.
    */
-  unreachableMs(className: string, promptTokens: number): number | undefined {
-    const slo = this.ttft.get(className)?.sloMs
-    if (slo === undefined) return undefined
+  unreachableMs(className: string, promptTokens: number, sloMs?: number): number | undefined {
+    const c = this.ttft.get(className)
+    const slo = sloMs ?? c?.sloMs
+    if (c === undefined || slo === undefined) return undefined
     const idle = this.estimator.idleServerMs(promptTokens)
     return idle > slo ? idle : undefined
   }
@@ -244,9 +250,12 @@ export class PoolAdmission {
       this.estimator.observeServer(w.serverFeatures, t.firstTokenAt - t.dispatchedAt)
       const ttftMs = t.firstTokenAt - t.arrivedAt
       if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, ttftMs)
-      // the margin learns from requests admitted on their prediction (not from probes)
+      // the margin learns from requests admitted on their prediction (not from probes),
+      // each judged by its own objective (its tenant's, where it overrides the class's)
       const c = this.ttft.get(w.className)
-      if (c !== undefined && w.prediction.totalMs <= c.sloMs) c.margin.observe(ttftMs > c.sloMs)
+      const sloMs = t.slo?.ttft_ms ?? c?.sloMs
+      if (c !== undefined && sloMs !== undefined && w.prediction.totalMs <= sloMs)
+        c.margin.observe(ttftMs > sloMs)
     }
   }
 

@@ -13,10 +13,10 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Dispatcher } from 'undici'
 import type { EndpointResult, Lease } from '../backends/types.js'
-import type { ClassConfig } from '../config/schema.js'
 import { type ErrorCode, errorHeaders, GatewayError } from '../errors.js'
 import type { Exchange } from '../exchange.js'
 import type { GatewayRequest, Stage, StageDeps } from '../gateway-request.js'
+import { type Objectives, objectivesOf } from '../objectives.js'
 import { JsonObserver } from '../openai/json-observer.js'
 import { SseRelay, streamErrorEvent } from '../openai/sse-relay.js'
 import { rateLimitHeaders } from '../tenants/ratelimit-headers.js'
@@ -272,15 +272,14 @@ const HEADERS_SLO_FACTOR = 2
 const HEADERS_FLOOR_MS = 1000
 
 /**
- * How long to wait for the response's headers: bounded by the class's objectives, so a
- * wedged server does not hold an interactive client for minutes. A stream's headers come
- * before its first token: 2 × the TTFT objective; a whole response's come at its end: 2 ×
- * (TTFT + TPOT × expected output tokens), else 2 × its E2E objective. At least 1 s, at
- * most `ceilingMs` (the endpoint's upstream.headers_timeout_ms), which is also the bound
- * of a class with no objective.
+ * How long to wait for the response's headers: bounded by the request's objectives `slo`
+ * (its class's, or its tenant's override), so a wedged server does not hold an
+ * interactive client for minutes. A stream's headers come before its first token: 2 × the
+ * TTFT objective; a whole response's come at its end: 2 × (TTFT + TPOT × expected output
+ * tokens), else 2 × its E2E objective. At least 1 s, at most `ceilingMs` (the endpoint's
+ * upstream.headers_timeout_ms), which is also the bound of a request with no objective.
  */
-export function headersTimeoutMs(t: Ticket, cls: ClassConfig | undefined, ceilingMs: number): number {
-  const slo = cls?.slo
+export function headersTimeoutMs(t: Ticket, slo: Objectives | undefined, ceilingMs: number): number {
   let bound: number | undefined
   if (slo?.ttft_ms !== undefined) {
     bound = t.stream ? slo.ttft_ms : slo.ttft_ms + (slo.tpot_ms ?? 0) * t.expectedOutputTokens
@@ -321,7 +320,13 @@ export function forwardStage(deps: StageDeps): Stage {
       stripUsage: t.usageAdded,
       ...(lease.endpoint.headersTimeoutMs === undefined
         ? {}
-        : { headersTimeoutMs: headersTimeoutMs(t, deps.classes[t.class], lease.endpoint.headersTimeoutMs) }),
+        : {
+            headersTimeoutMs: headersTimeoutMs(
+              t,
+              objectivesOf(t, deps.classes),
+              lease.endpoint.headersTimeoutMs,
+            ),
+          }),
     })
     return undefined
   }

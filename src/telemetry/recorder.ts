@@ -4,6 +4,7 @@
  * are cached so the request path does not build label objects.
  */
 import type { GatewayConfig } from '../config/schema.js'
+import { objectivesOf } from '../objectives.js'
 import type { Ticket } from '../ticket.js'
 import { BoundedLabel, OTHER } from './bounded-label.js'
 import { type CostAttributor, type CostShare, IDLE } from './cost.js'
@@ -128,7 +129,7 @@ export class Recorder {
     const model = this.modelLabel.value(t.model ?? NO_MODEL)
     const tenant = this.tenants.observe(t.tenant, now)
     const meas = measure(t)
-    const verdict = verdictWith(t, this.config.classes[t.class], meas)
+    const verdict = verdictWith(t, objectivesOf(t, this.config.classes), meas)
     const perTenant = this.tenantSeriesOf(cls, model, tenant)
     let requests = perTenant.byOutcome.get(t.outcome)
     if (requests === undefined) {

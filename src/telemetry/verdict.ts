@@ -9,10 +9,10 @@
  *   number of content chunks relayed.
  * Non-streamed responses: only E2E is measured (the client sees nothing before the whole
  * answer, so there is no first token to time). They are judged on E2E alone, against an
- * E2E objective derived from the class's objectives: TTFT objective + TPOT objective x
- * (output tokens - 1) when the class sets both, capped by the class's own E2E objective
- * when it sets one; only the E2E objective when it lacks TTFT or TPOT; good when it
- * succeeded and the class sets neither. A miss counts as `e2e`. (Not TTFT = E2E: that
+ * E2E objective derived from the request's objectives: TTFT objective + TPOT objective x
+ * (output tokens - 1) when both are set, capped by the E2E objective when one is set; only
+ * the E2E objective when TTFT or TPOT is not set; good when it succeeded and neither is.
+ * A request's objectives are its class's, or its tenant's override (src/objectives.ts). A miss counts as `e2e`. (Not TTFT = E2E: that
  * fails a long answer that was generated as fast as a streamed one.)
  *
  * Client errors: an upstream 4xx relayed as is (the model server refused the client's
@@ -24,8 +24,8 @@
  * Latencies are compared in seconds, computed exactly as the histograms observe them, so
  * that "met" here is the same predicate as `le` in the histogram (`value <= edge`).
  */
-import type { ClassConfig } from '../config/schema.js'
 import { ERRORS, type ErrorDef } from '../errors.js'
+import type { Objectives } from '../objectives.js'
 import type { Ticket } from '../ticket.js'
 
 export type SloName = 'ttft' | 'tpot' | 'e2e'
@@ -54,8 +54,6 @@ export interface Measurement {
   readonly promptTokens: number
   readonly outputTokens: number
 }
-
-export type SloConfig = Pick<ClassConfig, 'slo'>
 
 /** Output tokens as vLLM counts them: reported usage, else relayed content chunks. */
 export function outputTokensOf(ticket: Ticket): number {
@@ -150,23 +148,23 @@ export function isClientErrorStatus(status: number): boolean {
   return status >= 400 && status <= 499 && status !== 408 && status !== 429
 }
 
-type Slo = ClassConfig['slo']
-
 /**
  * The E2E objective (seconds) a non-streamed response of `outputTokens` is judged on:
- * TTFT + TPOT x (output tokens - 1) when the class sets both (capped by its E2E objective
- * when it sets one), else its E2E objective, else none (undefined: good when it succeeded).
+ * TTFT + TPOT x (output tokens - 1) when its objectives set both (capped by its E2E
+ * objective when set), else its E2E objective, else none (undefined: good when it succeeded).
  */
-export function nonStreamedE2eObjectiveS(slo: Slo, outputTokens: number): number | undefined {
+export function nonStreamedE2eObjectiveS(slo: Objectives, outputTokens: number): number | undefined {
   const own = slo.e2e_ms === undefined ? undefined : slo.e2e_ms / 1000
   if (slo.ttft_ms === undefined || slo.tpot_ms === undefined) return own
   const derived = (slo.ttft_ms + slo.tpot_ms * Math.max(0, outputTokens - 1)) / 1000
   return own === undefined ? derived : Math.min(own, derived)
 }
 
-/** Judge a measured, successful request against its class's SLOs. */
-export function judge(m: Measurement, cls: SloConfig | undefined): Verdict {
-  const slo = cls?.slo
+/**
+ * Judge a measured, successful request against its objectives (src/objectives.ts: its
+ * class's, or its tenant's override); undefined: none, good.
+ */
+export function judge(m: Measurement, slo: Objectives | undefined): Verdict {
   if (slo === undefined) return GOOD
   const missed: SloName[] = []
   // An unmeasured latency cannot be claimed to meet an SLO (except TPOT, which is
@@ -188,20 +186,23 @@ const GOOD: Verdict = { kind: 'good' }
 const CANCELLED: Verdict = { kind: 'cancelled' }
 const INVALID: Verdict = { kind: 'invalid' }
 
-/** The verdict of a finished request, from its outcome and (if it succeeded) its latencies. */
-export function verdictOf(ticket: Ticket, classConfig: SloConfig | undefined): Verdict {
-  return verdictWith(ticket, classConfig, undefined)
+/**
+ * The verdict of a finished request, from its outcome and (if it succeeded) its latencies
+ * against `slo`, its objectives (`objectivesOf(ticket, classes)`).
+ */
+export function verdictOf(ticket: Ticket, slo: Objectives | undefined): Verdict {
+  return verdictWith(ticket, slo, undefined)
 }
 
 /** As `verdictOf`, reusing a measurement already taken. */
 export function verdictWith(
   ticket: Ticket,
-  classConfig: SloConfig | undefined,
+  slo: Objectives | undefined,
   m: Measurement | undefined,
 ): Verdict {
   switch (ticket.outcome) {
     case 'ok':
-      return judge(m ?? measure(ticket), classConfig)
+      return judge(m ?? measure(ticket), slo)
     case 'rejected':
       return { kind: 'rejected', reason: rejectReasonOf(ticket) }
     case 'cancelled':

@@ -8,7 +8,9 @@
 import { createHash } from 'node:crypto'
 import { DEFAULT_CLASS } from '../admission/classify.js'
 import type { GatewayConfig } from '../config/schema.js'
+import type { TenantSloConfig } from '../config/tenant-slo.js'
 import type { AuthConfig, TenantConfig } from '../config/tenants.js'
+import { type ClassObjectives, type TenantObjectives, tenantObjectives } from '../objectives.js'
 import type { TenantLimits } from './limiter.js'
 
 export interface Tenant {
@@ -22,6 +24,10 @@ export interface Tenant {
   /** Its fair share in the admission queues. */
   readonly weight: number
   readonly limits: TenantLimits
+  /** Its SLO overrides per class, as configured (tenants[].slo); empty: none. */
+  readonly slo: TenantSloConfig
+  /** Its objectives per class it overrides, merged over the class's; undefined: none. */
+  readonly objectives: TenantObjectives | undefined
 }
 
 /** The SHA-256 hex digest of a key: what `api_keys` holds and `slo-gateway hash-key` prints. */
@@ -29,7 +35,9 @@ export function hashKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex')
 }
 
-function tenantOf(t: TenantConfig): Tenant {
+const NO_OVERRIDES: TenantSloConfig = Object.freeze({})
+
+function tenantOf(t: TenantConfig, classes: ClassObjectives): Tenant {
   const allowed = t.allowed_classes
   const defaultClass =
     t.default_class ??
@@ -41,6 +49,8 @@ function tenantOf(t: TenantConfig): Tenant {
     onDisallowedClass: t.on_disallowed_class,
     weight: t.weight,
     limits: t.limits,
+    slo: t.slo ?? NO_OVERRIDES,
+    objectives: tenantObjectives(t.slo, classes),
   }
 }
 
@@ -53,6 +63,8 @@ function implicitTenant(id: string): Tenant {
     onDisallowedClass: 'reject',
     weight: 1,
     limits: {},
+    slo: NO_OVERRIDES,
+    objectives: undefined,
   }
 }
 
@@ -63,10 +75,11 @@ export class TenantDirectory {
   private readonly byHash = new Map<string, Tenant>()
   private readonly byId = new Map<string, Tenant>()
 
-  constructor(auth: AuthConfig, tenants: readonly TenantConfig[]) {
+  /** `classes`: the config's, whose objectives the tenants' SLO overrides are merged over. */
+  constructor(auth: AuthConfig, tenants: readonly TenantConfig[], classes: ClassObjectives) {
     this.auth = auth
     for (const cfg of tenants) {
-      const t = tenantOf(cfg)
+      const t = tenantOf(cfg, classes)
       this.byId.set(t.id, t)
       for (const h of cfg.api_keys) this.byHash.set(h, t)
     }
@@ -74,8 +87,8 @@ export class TenantDirectory {
     this.anonymous = anon === undefined ? undefined : (this.byId.get(anon) ?? implicitTenant(anon))
   }
 
-  static fromConfig(config: Pick<GatewayConfig, 'auth' | 'tenants'>): TenantDirectory {
-    return new TenantDirectory(config.auth, config.tenants)
+  static fromConfig(config: Pick<GatewayConfig, 'auth' | 'tenants' | 'classes'>): TenantDirectory {
+    return new TenantDirectory(config.auth, config.tenants, config.classes)
   }
 
   /** The tenant a plain API key belongs to. */
@@ -105,6 +118,7 @@ export class TenantDirectory {
         allowedClasses: t.allowedClasses === undefined ? 'all' : [...t.allowedClasses],
         weight: t.weight,
         limits: t.limits,
+        slo: t.slo,
       })),
     }
   }

@@ -10,8 +10,8 @@
  *
  * The class asked for (`x-priority`, else `service_tier`) must be one the tenant may use:
  * else 403, or the tenant's default class when its `on_disallowed_class` says so. An
- * unknown class is left to admission (a 400 there). The tenant's default class and weight
- * go on the ticket for admission (classify, the fair queues).
+ * unknown class is left to admission (a 400 there). The tenant's default class, weight and
+ * SLO overrides go on the ticket for admission (classify, the fair queues, the objectives).
  */
 import { askedClass } from '../admission/classify.js'
 import { GatewayError } from '../errors.js'
@@ -66,6 +66,7 @@ export function identifyStage(deps: StageDeps): Stage {
     t.tenant = tenant.id
     t.tenantDefaultClass = tenant.defaultClass
     t.tenantWeight = tenant.weight
+    t.tenantObjectives = tenant.objectives
     const priority = r.headers['x-priority']
     if (typeof priority === 'string') t.requestedClass = priority
     const allowed = tenant.allowedClasses

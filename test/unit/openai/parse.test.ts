@@ -18,7 +18,7 @@ const deps = {
   clock: systemClock,
   defaultMaxTokens: 1024,
   classes: {},
-  tenants: new TenantDirectory({ mode: 'api_key', header: 'x-tenant-id', anonymous: 'default' }, []),
+  tenants: new TenantDirectory({ mode: 'api_key', header: 'x-tenant-id', anonymous: 'default' }, [], {}),
 }
 const parse = parseStage(deps)
 

@@ -80,7 +80,7 @@ describe('histogram edges include every configured SLO threshold', () => {
     const missedBy = (cls: string, slo: 'ttft' | 'tpot' | 'e2e') =>
       tickets.filter((t) => {
         if (t.class !== cls) return false
-        const v = verdictOf(t, config.classes[cls])
+        const v = verdictOf(t, config.classes[cls]?.slo)
         return v.kind === 'missed' && v.missed.includes(slo)
       }).length
     expect(await within(METRICS.ttft, 'interactive', 0.333)).toBe(2 - missedBy('interactive', 'ttft'))

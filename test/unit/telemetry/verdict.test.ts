@@ -7,8 +7,8 @@ import {
 } from '../../../src/telemetry/index.js'
 import { ticket } from './fixtures.js'
 
-const interactive = { slo: { ttft_ms: 500, tpot_ms: 50 } }
-const all = { slo: { ttft_ms: 500, tpot_ms: 50, e2e_ms: 5_000 } }
+const interactive = { ttft_ms: 500, tpot_ms: 50 }
+const all = { ttft_ms: 500, tpot_ms: 50, e2e_ms: 5_000 }
 
 describe('measure (vLLM bench serve definitions)', () => {
   it('computes TTFT, E2E and TPOT = (E2E - TTFT) / (tokens - 1)', () => {
@@ -69,7 +69,7 @@ describe('verdictOf', () => {
       ticket(0, { stream: false, e2e, usage: usage(tokens) })
 
     it('is good when the whole answer took no longer than a streamed one may (2 s <= 0.5 + 0.05 x 99 s)', () => {
-      expect(nonStreamedE2eObjectiveS(interactive.slo, 100)).toBeCloseTo(5.45, 12)
+      expect(nonStreamedE2eObjectiveS(interactive, 100)).toBeCloseTo(5.45, 12)
       expect(verdictOf(nonStreamed(2_000, 100), interactive)).toEqual({ kind: 'good' })
       // the objective itself is met (<=), as a histogram's `le`
       expect(verdictOf(nonStreamed(5_450, 100), interactive)).toEqual({ kind: 'good' })
@@ -84,17 +84,17 @@ describe('verdictOf', () => {
 
     it("is capped by the class's own E2E objective", () => {
       // all: ttft 500, tpot 50, e2e 5 s; 300 tokens derive 15.45 s, the class allows 5 s
-      expect(nonStreamedE2eObjectiveS(all.slo, 300)).toBe(5)
+      expect(nonStreamedE2eObjectiveS(all, 300)).toBe(5)
       expect(verdictOf(nonStreamed(5_001, 300), all)).toEqual({ kind: 'missed', missed: ['e2e'] })
       expect(verdictOf(nonStreamed(4_000, 300), all)).toEqual({ kind: 'good' })
     })
 
     it('uses the E2E objective alone without TTFT and TPOT, and is good with neither', () => {
-      const batch = { slo: { e2e_ms: 1_800_000 } }
+      const batch = { e2e_ms: 1_800_000 }
       expect(verdictOf(nonStreamed(60_000, 500), batch)).toEqual({ kind: 'good' })
       expect(verdictOf(nonStreamed(1_800_001, 500), batch)).toEqual({ kind: 'missed', missed: ['e2e'] })
-      const ttftOnly = { slo: { ttft_ms: 500 } }
-      expect(nonStreamedE2eObjectiveS(ttftOnly.slo, 10)).toBeUndefined()
+      const ttftOnly = { ttft_ms: 500 }
+      expect(nonStreamedE2eObjectiveS(ttftOnly, 10)).toBeUndefined()
       expect(verdictOf(nonStreamed(9_000, 10), ttftOnly)).toEqual({ kind: 'good' })
     })
 
@@ -111,7 +111,7 @@ describe('verdictOf', () => {
   })
 
   it('is good for a class without SLOs', () => {
-    expect(verdictOf(ticket(0, { ttft: 99_999, e2e: 99_999, chunks: 2 }), { slo: {} })).toEqual({
+    expect(verdictOf(ticket(0, { ttft: 99_999, e2e: 99_999, chunks: 2 }), {})).toEqual({
       kind: 'good',
     })
     expect(verdictOf(ticket(0, { ttft: 99_999, e2e: 99_999, chunks: 2 }), undefined)).toEqual({
