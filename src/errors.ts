@@ -229,7 +229,8 @@ export const ERRORS = {
   GW_ERR_LIMITER_UNAVAILABLE: {
     status: 503,
     type: 'service_unavailable_error',
-    message: "The tenant limits store cannot be reached, and limits.on_store_error is 'fail_closed'; retry shortly.",
+    message:
+      "The tenant limits store cannot be reached, and limits.on_store_error is 'fail_closed'; retry shortly.",
     outcome: 'failed',
     retryable: true,
   },

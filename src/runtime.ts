@@ -14,6 +14,7 @@ import { TokenEstimator } from './openai/token-estimator.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
 import { TenantDirectory } from './tenants/directory.js'
+import { FailoverLimiter } from './tenants/failover.js'
 import { tenantLimiter } from './tenants/limiter-registry.js'
 import { tenantsState } from './tenants/limits.js'
 
@@ -135,6 +136,18 @@ export async function createRuntime(
   telemetry?.setQueueSource(() => admission.queueDepths())
   const tenants = TenantDirectory.fromConfig(config)
   const limiter = tenantLimiter(config.limits, { clock, logger, registry })
+  if (limiter instanceof FailoverLimiter) {
+    // a moment for the first connection, so the first requests share the fleet's limits;
+    // past it the gateway serves anyway, under limits.on_store_error, and heals on connect
+    await limiter
+      .ready(config.limits.redis.connect_timeout_ms)
+      .catch((err: unknown) =>
+        logger.warn(
+          { err },
+          `tenant limits: redis not reachable at startup; ${config.limits.on_store_error} applies until it is`,
+        ),
+      )
+  }
   const apps = buildHttpApps(config, {
     tenants,
     limiter,

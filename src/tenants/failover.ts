@@ -13,8 +13,11 @@
  * it); the shared lease then frees itself on expiry.
  *
  * Degraded mode (the `slo_gateway_ratelimit_degraded_mode` gauge, and one log line on each
- * change) begins with the first store error or a lost connection, and ends with the next
- * call that succeeds: healing needs nothing but Redis back.
+ * change) begins with a lost connection or DEGRADE_AFTER store errors in a row (before that,
+ * each failed check alone takes the policy). While it lasts, checks go
+ * straight to the policy (a wedged Redis costs one timeout, not one per request), and the
+ * heartbeat probes the store (every `heartbeatMs`, and at once on reconnect): its first
+ * answer, or any other call's, ends it. Healing needs nothing but Redis back.
  */
 import type { FastifyBaseLogger as Logger } from 'fastify'
 import type { Clock } from '../clock.js'
@@ -33,8 +36,15 @@ import { MemoryStore } from './memory-store.js'
 
 export type StoreErrorPolicy = 'fail_open' | 'fail_closed'
 
+/** Store errors in a row that make an outage (a lost connection makes one at once). */
+export const DEGRADE_AFTER = 3
+
 /** A store shared by replicas: it can say how many are alive. */
 export interface SharedStore extends Limiter {
+  /** True while connected: a beat is not sent before (it would only fail). */
+  readonly connected: boolean
+  /** Resolves once connected, or rejects after `timeoutMs`. */
+  ready(timeoutMs: number): Promise<void>
   heartbeat(replicaId: string, ttlMs: number): Promise<number>
 }
 
@@ -60,7 +70,8 @@ export interface FailoverOptions {
 /** One replica's share of each limit: the limit / replicas, rounded down, at least 1. */
 export function shareOf(limits: TenantLimits, replicas: number): TenantLimits {
   if (replicas <= 1) return limits
-  const part = (n: number | undefined) => (n === undefined ? undefined : Math.max(1, Math.floor(n / replicas)))
+  const part = (n: number | undefined) =>
+    n === undefined ? undefined : Math.max(1, Math.floor(n / replicas))
   return {
     rpm: part(limits.rpm),
     tpm: part(limits.tpm),
@@ -80,8 +91,12 @@ export class FailoverLimiter implements Limiter {
   /** Requests admitted by the local share, until they settle. */
   private readonly localIds = new Set<string>()
   private learnedReplicas = 1
+  /** Store errors in a row; DEGRADE_AFTER of them (or a lost connection) is degraded mode. */
+  private failures = 0
+  private lastError = new LimiterStoreError('LIMITER_ERR_UNAVAILABLE', 'redis', 'not connected')
   private isDegraded = false
   private readonly timer: NodeJS.Timeout
+  private readonly beat: () => void
 
   constructor(opts: FailoverOptions) {
     this.primary = opts.primary
@@ -93,6 +108,7 @@ export class FailoverLimiter implements Limiter {
     this.signals = opts.signals
     const every = opts.heartbeatMs ?? 1_000
     const beat = () => {
+      if (!this.primary.connected) return
       this.primary.heartbeat(opts.replicaId, every * 3).then(
         (n) => {
           this.learnedReplicas = n
@@ -101,9 +117,19 @@ export class FailoverLimiter implements Limiter {
         (err: unknown) => this.failed(err),
       )
     }
-    beat()
+    this.beat = beat
     this.timer = setInterval(beat, every)
     this.timer.unref()
+  }
+
+  /** Waits (at most `timeoutMs`) for the shared store's first connection, at startup. */
+  ready(timeoutMs: number): Promise<void> {
+    return this.primary.ready(timeoutMs)
+  }
+
+  /** For /admin/state: the store, whether it is degraded, and the replicas a share divides by. */
+  describe(): object {
+    return { store: this.name, policy: this.policy, degraded: this.isDegraded, replicas: this.replicas }
   }
 
   /** The divisor of the fail-open share now. */
@@ -117,22 +143,32 @@ export class FailoverLimiter implements Limiter {
 
   /** Told by the store when its connection drops or comes back (before any call fails). */
   connectionChanged(connected: boolean): void {
-    if (!connected) this.degrade('connection lost')
+    if (connected) this.beat()
+    else {
+      this.lastError = new LimiterStoreError('LIMITER_ERR_UNAVAILABLE', this.name, 'connection lost')
+      this.degrade('connection lost')
+    }
   }
 
   async check(req: CheckRequest): Promise<LimitDecision> {
+    // degraded: the heartbeat probes for the store's return; requests do not wait on it
+    if (this.isDegraded) return this.fallback(req, this.lastError)
     try {
       const d = await this.primary.check(req)
-      this.healthy()
+      this.failures = 0
       return d
     } catch (err) {
       if (!(err instanceof LimiterStoreError)) throw err
       this.failed(err)
-      if (this.policy === 'fail_closed') throw err
-      const d = await this.local.check({ ...req, limits: shareOf(req.limits, this.replicas) })
-      if (d.allowed) this.localIds.add(req.requestId)
-      return d
+      return this.fallback(req, err)
     }
+  }
+
+  private async fallback(req: CheckRequest, err: LimiterStoreError): Promise<LimitDecision> {
+    if (this.policy === 'fail_closed') throw err
+    const d = await this.local.check({ ...req, limits: shareOf(req.limits, this.replicas) })
+    if (d.allowed) this.localIds.add(req.requestId)
+    return d
   }
 
   async settle(req: SettleRequest): Promise<SettleResult> {
@@ -172,8 +208,10 @@ export class FailoverLimiter implements Limiter {
 
   private failed(err: unknown): void {
     if (err instanceof LimiterStoreError) {
+      this.lastError = err
       this.signals?.storeError(err.store, err.code)
-      this.degrade(err.message)
+      // one slow answer is not an outage: that request alone takes the policy
+      if (++this.failures >= DEGRADE_AFTER || !this.primary.connected) this.degrade(err.message)
     }
   }
 
@@ -189,6 +227,7 @@ export class FailoverLimiter implements Limiter {
   }
 
   private healthy(): void {
+    this.failures = 0
     if (!this.isDegraded) return
     this.isDegraded = false
     this.signals?.degraded(this.name, false)

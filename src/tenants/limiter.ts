@@ -141,6 +141,8 @@ export interface Limiter {
   renew(req: RenewRequest): Promise<boolean>
   /** What the tenant has used of its limits now; charges nothing. */
   usage(tenant: string, limits: TenantLimits): Promise<TenantUsage>
+  /** For /admin/state, when the store has more to say than its name (health, replicas). */
+  describe?(): object
   /** Releases the store's resources (the Redis connection). */
   close(): Promise<void>
 }

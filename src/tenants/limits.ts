@@ -74,7 +74,8 @@ export async function tenantsState(dir: TenantDirectory, limiter: Limiter | unde
       }
     }),
   )
-  return { ...dir.state(), store: limiter?.name ?? null, usage: Object.fromEntries(usage) }
+  const store = limiter?.describe?.() ?? { store: limiter?.name ?? null }
+  return { ...dir.state(), limiter: store, usage: Object.fromEntries(usage) }
 }
 
 /** The refusal for a decision that refused. */
@@ -102,9 +103,9 @@ export function limitsStage(deps: StageDeps): Stage {
   let renewer: NodeJS.Timeout | undefined
   const renewAll = () => {
     for (const [requestId, tenant] of held) {
-      limiter.renew({ tenant, requestId, leaseMs }).catch((err: unknown) =>
-        logger?.warn({ err, tenant }, 'tenant limiter lease renewal failed'),
-      )
+      limiter
+        .renew({ tenant, requestId, leaseMs })
+        .catch((err: unknown) => logger?.warn({ err, tenant }, 'tenant limiter lease renewal failed'))
     }
   }
   const hold = (requestId: string, tenant: string) => {

@@ -15,6 +15,7 @@
  * until its lease expires (a check) or is lost (a settle). A retried check with the same
  * requestId is not charged twice.
  */
+import { EventEmitter } from 'node:events'
 import { Redis, type RedisOptions } from 'ioredis'
 import {
   type CheckRequest,
@@ -76,6 +77,8 @@ const REFUSED: readonly (LimitName | undefined)[] = [
   'tpm',
 ]
 
+const SCRIPTS = [CHECK_LUA, SETTLE_LUA, RENEW_LUA, HEARTBEAT_LUA, USAGE_LUA]
+
 const isNumber = (v: unknown): v is number => typeof v === 'number'
 
 function ints(reply: unknown, length: number): number[] {
@@ -125,21 +128,34 @@ export class RedisStore implements Limiter {
     // Without a listener ioredis prints every reconnect failure; the caller logs them.
     redis.on('error', (err: Error) => onError?.(err))
     const onChange = opts.onConnectionChange
-    let up = false
     const tell = (connected: boolean) => {
-      if (connected === up) return
-      up = connected
+      if (connected === this.up) return
+      this.up = connected
+      if (connected) this.events.emit('up')
       onChange?.(connected)
     }
-    redis.on('ready', () => tell(true))
+    redis.on('ready', () => {
+      // loaded before the first call needs them, so no call pays EVALSHA's NOSCRIPT round trip
+      Promise.all(SCRIPTS.map((lua) => redis.script('LOAD', lua))).then(
+        () => tell(true),
+        (err: Error) => {
+          onError?.(err)
+          tell(true)
+        },
+      )
+    })
     redis.on('close', () => tell(false))
     this.redis = redis as Redis & LimiterCommands
     this.prefix = opts.keyPrefix ?? d.keyPrefix
   }
 
+  /** Connected, its scripts loaded: ready for calls. */
+  private up = false
+  private readonly events = new EventEmitter()
+
   /** True while connected and ready for calls. */
   get connected(): boolean {
-    return this.redis.status === 'ready'
+    return this.up && this.redis.status === 'ready'
   }
 
   /** Resolves once connected (at once when already), or rejects after `timeoutMs`. */
@@ -151,12 +167,12 @@ export class RedisStore implements Limiter {
         resolve()
       }
       const timer = setTimeout(() => {
-        this.redis.off('ready', onReady)
+        this.events.off('up', onReady)
         reject(
           new LimiterStoreError('LIMITER_ERR_UNAVAILABLE', 'redis', `not connected after ${timeoutMs} ms`),
         )
       }, timeoutMs)
-      this.redis.once('ready', onReady)
+      this.events.once('up', onReady)
     })
   }
 
@@ -238,7 +254,11 @@ export class RedisStore implements Limiter {
       .sloLimiterHeartbeat(`${this.prefix}replicas`, replicaId, Math.max(1, Math.ceil(ttlMs)))
       .catch(rethrow)
     if (typeof reply !== 'number' || reply < 1) {
-      throw new LimiterStoreError('LIMITER_ERR_REPLY', 'redis', `unexpected heartbeat reply ${JSON.stringify(reply)}`)
+      throw new LimiterStoreError(
+        'LIMITER_ERR_REPLY',
+        'redis',
+        `unexpected heartbeat reply ${JSON.stringify(reply)}`,
+      )
     }
     return reply
   }

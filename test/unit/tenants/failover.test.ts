@@ -15,6 +15,9 @@ import { MemoryStore } from '../../../src/tenants/memory-store.js'
 class FlakyStore extends MemoryStore implements SharedStore {
   down = false
   replicas = 3
+  get connected() {
+    return !this.down
+  }
   calls = 0
   private fail<T>(f: () => Promise<T>): Promise<T> {
     this.calls++
@@ -27,6 +30,7 @@ class FlakyStore extends MemoryStore implements SharedStore {
   override settle(req: Parameters<MemoryStore['settle']>[0]) {
     return this.fail(() => super.settle(req))
   }
+  async ready() {}
   heartbeat(): Promise<number> {
     return this.fail(async () => this.replicas)
   }
@@ -35,7 +39,7 @@ class FlakyStore extends MemoryStore implements SharedStore {
 const limits: TenantLimits = { rpm: 30, max_concurrent: 9 }
 let seq = 0
 const req = (): CheckRequest => ({ tenant: 't', requestId: `r${++seq}`, limits, reserveTokens: 10 })
-const flush = () => new Promise((r) => setImmediate(r))
+const flush = () => new Promise((r) => setTimeout(r, 30))
 
 const made: FailoverLimiter[] = []
 afterEach(async () => {
@@ -50,6 +54,7 @@ function failover(primary: FlakyStore, policy: 'fail_open' | 'fail_closed', repl
     replicaId: 'me',
     replicas,
     clock: new ManualClock(0),
+    heartbeatMs: 10,
     signals: {
       storeError: (store, code) => events.push(`${store} ${code}`),
       degraded: (_s, on) => events.push(on ? 'degraded' : 'healed'),
@@ -99,10 +104,13 @@ describe('FailoverLimiter', () => {
     const s = await l.settle({ tenant: 't', requestId: r.requestId, limits, usedTokens: 5 })
     expect(s.settled).toBe(true)
     expect(primary.calls).toBe(before)
-    // the next shared call heals
-    expect((await l.check(req())).allowed).toBe(true)
+    // the next heartbeat heals; checks go to Redis again
+    await flush()
     expect(l.degraded).toBe(false)
     expect(events.slice(-1)).toEqual(['healed'])
+    const calls = primary.calls
+    expect((await l.check(req())).allowed).toBe(true)
+    expect(primary.calls).toBe(calls + 1)
   })
 
   it('passes a store error on under fail_closed, and counts it', async () => {
@@ -112,6 +120,10 @@ describe('FailoverLimiter', () => {
     primary.down = true
     await expect(l.check(req())).rejects.toBeInstanceOf(LimiterStoreError)
     expect(events).toEqual(['redis LIMITER_ERR_UNAVAILABLE', 'degraded'])
+    // degraded, a check does not wait on the store again
+    const calls = primary.calls
+    await expect(l.check(req())).rejects.toBeInstanceOf(LimiterStoreError)
+    expect(primary.calls).toBe(calls)
   })
 
   it('keeps the shared answer while Redis answers', async () => {

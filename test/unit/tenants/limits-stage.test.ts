@@ -75,7 +75,7 @@ describe('limits stage', () => {
     expect(r.ticket.limiterId).toBeUndefined()
   })
 
-  it('lets the request through when the limiter fails otherwise (a bug is not the tenant\'s fault)', async () => {
+  it("lets the request through when the limiter fails otherwise (a bug is not the tenant's fault)", async () => {
     const failing = new MemoryStore()
     failing.check = () => Promise.reject(new TypeError('oops'))
     const r = requestOf('capped')
