@@ -12,6 +12,7 @@ import { ENGINES } from './config/schema.js'
 import { nearest } from './config/suggest.js'
 import { checkPorts, ListenError, listen } from './listeners.js'
 import { createLogger } from './logger.js'
+import { ConfigReloader } from './reload.js'
 import { createRuntime } from './runtime.js'
 import { hashKey } from './tenants/directory.js'
 
@@ -41,6 +42,9 @@ Options:
   --set PATH=VALUE     override any config value, e.g. --set server.body_limit_bytes=1048576
                        or --set 'classes.interactive.slo.ttft_ms=300'; repeatable
   -h, --help           this help
+
+Tenants (auth, tenants: keys, limits, classes, weights) reload without a restart when the
+config file changes or on SIGHUP; a file with errors is refused and the running config stays.
 `
 
 const CHECK_USAGE = `Usage: slo-gateway check-config FILE [--set PATH=VALUE ...]
@@ -153,6 +157,15 @@ async function serve(argv: string[]): Promise<number> {
     await runtime.close()
     throw err
   }
+  const reloader = new ConfigReloader({
+    target: runtime,
+    load: () => loadConfig(values.config, overrides, process.env).config,
+    file,
+    logger,
+  })
+  reloader.watch()
+  const onHup = () => reloader.reload('SIGHUP')
+  process.on('SIGHUP', onHup)
   const { server } = runtime.config
   logger.info(
     {
@@ -167,6 +180,8 @@ async function serve(argv: string[]): Promise<number> {
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {
       logger.info({ signal, inflight: runtime.apps.pipeline.inFlight }, 'shutting down')
+      reloader.close()
+      process.off('SIGHUP', onHup)
       running.shutdown().then(
         (clean) => resolve(clean ? 0 : 1),
         (err: unknown) => {

@@ -11,6 +11,7 @@ import { type Clock, systemClock } from './clock.js'
 import { DEFAULTS, type GatewayConfig, poolSchema } from './config/schema.js'
 import { buildHttpApps, type HttpApps } from './http-apps.js'
 import { TokenEstimator } from './openai/token-estimator.js'
+import type { Reloadable } from './reload.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
 import { TenantDirectory } from './tenants/directory.js'
@@ -18,8 +19,9 @@ import { FailoverLimiter } from './tenants/failover.js'
 import { tenantLimiter } from './tenants/limiter-registry.js'
 import { tenantsState } from './tenants/limits.js'
 
-export interface GatewayRuntime {
+export interface GatewayRuntime extends Reloadable {
   readonly apps: HttpApps
+  /** The config as running: the simulator's endpoints in its pool. */
   readonly config: GatewayConfig
   /** Stops scrapers and timers, closes pools and the embedded simulator. */
   close(): Promise<void>
@@ -105,7 +107,10 @@ function logLimits(logger: Logger, config: GatewayConfig): void {
   const l = config.limits
   if (!config.tenants.some((t) => Object.keys(t.limits).length > 0)) return
   if (l.store === 'memory') {
-    logger.info({ store: 'memory' }, 'tenant limits: memory store (this process only: with N replicas each admits the whole limit)')
+    logger.info(
+      { store: 'memory' },
+      'tenant limits: memory store (this process only: with N replicas each admits the whole limit)',
+    )
     return
   }
   const u = new URL(l.redis.url)
@@ -167,6 +172,11 @@ export async function createRuntime(
   return {
     apps,
     config,
+    baseConfig: base,
+    applyTenants: (next) => {
+      tenants.replace({ auth: next.auth, tenants: next.tenants, classes: config.classes })
+      logAuth(logger, tenants)
+    },
     close: async () => {
       admission.close()
       telemetry?.close()

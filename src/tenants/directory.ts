@@ -68,23 +68,50 @@ function implicitTenant(id: string): Tenant {
   }
 }
 
-export class TenantDirectory {
+/** One snapshot of the tenants: replaced whole by a reload, never changed in place. */
+interface Snapshot {
   readonly auth: AuthConfig
-  /** The tenant of requests without a key; undefined: they get 401. */
   readonly anonymous: Tenant | undefined
-  private readonly byHash = new Map<string, Tenant>()
-  private readonly byId = new Map<string, Tenant>()
+  readonly byHash: ReadonlyMap<string, Tenant>
+  readonly byId: ReadonlyMap<string, Tenant>
+}
+
+function snapshot(auth: AuthConfig, tenants: readonly TenantConfig[], classes: ClassObjectives): Snapshot {
+  const byHash = new Map<string, Tenant>()
+  const byId = new Map<string, Tenant>()
+  for (const cfg of tenants) {
+    const t = tenantOf(cfg, classes)
+    byId.set(t.id, t)
+    for (const h of cfg.api_keys) byHash.set(h, t)
+  }
+  const anon = auth.anonymous
+  const anonymous = anon === undefined ? undefined : (byId.get(anon) ?? implicitTenant(anon))
+  return { auth, anonymous, byHash, byId }
+}
+
+export class TenantDirectory {
+  private s: Snapshot
 
   /** `classes`: the config's, whose objectives the tenants' SLO overrides are merged over. */
   constructor(auth: AuthConfig, tenants: readonly TenantConfig[], classes: ClassObjectives) {
-    this.auth = auth
-    for (const cfg of tenants) {
-      const t = tenantOf(cfg, classes)
-      this.byId.set(t.id, t)
-      for (const h of cfg.api_keys) this.byHash.set(h, t)
-    }
-    const anon = auth.anonymous
-    this.anonymous = anon === undefined ? undefined : (this.byId.get(anon) ?? implicitTenant(anon))
+    this.s = snapshot(auth, tenants, classes)
+  }
+
+  get auth(): AuthConfig {
+    return this.s.auth
+  }
+
+  /** The tenant of requests without a key; undefined: they get 401. */
+  get anonymous(): Tenant | undefined {
+    return this.s.anonymous
+  }
+
+  /**
+   * Swaps in the tenants of a new config (a reload), all at once: a request identified
+   * before keeps the Tenant it was given; every lookup after sees only the new ones.
+   */
+  replace(config: Pick<GatewayConfig, 'auth' | 'tenants' | 'classes'>): void {
+    this.s = snapshot(config.auth, config.tenants, config.classes)
   }
 
   static fromConfig(config: Pick<GatewayConfig, 'auth' | 'tenants' | 'classes'>): TenantDirectory {
@@ -93,17 +120,18 @@ export class TenantDirectory {
 
   /** The tenant a plain API key belongs to. */
   byKey(key: string): Tenant | undefined {
-    return this.byHash.get(hashKey(key))
+    return this.s.byHash.get(hashKey(key))
   }
 
   get(id: string): Tenant | undefined {
-    return this.byId.get(id)
+    return this.s.byId.get(id)
   }
 
   /** Every configured tenant (and the implicit anonymous one). */
   all(): Tenant[] {
-    const out = [...this.byId.values()]
-    if (this.anonymous !== undefined && !this.byId.has(this.anonymous.id)) out.push(this.anonymous)
+    const { byId, anonymous } = this.s
+    const out = [...byId.values()]
+    if (anonymous !== undefined && !byId.has(anonymous.id)) out.push(anonymous)
     return out
   }
 
@@ -112,7 +140,7 @@ export class TenantDirectory {
     return {
       mode: this.auth.mode,
       anonymous: this.anonymous?.id ?? null,
-      tenants: [...this.byId.values()].map((t) => ({
+      tenants: [...this.s.byId.values()].map((t) => ({
         id: t.id,
         defaultClass: t.defaultClass,
         allowedClasses: t.allowedClasses === undefined ? 'all' : [...t.allowedClasses],
