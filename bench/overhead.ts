@@ -7,8 +7,7 @@
  * request, telemetry on versus off. Rounds rotate the targets; each figure is the median
  * over rounds, each ratio is computed within a round. Writes reports/overhead.md.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import { cpus } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,7 +15,7 @@ import { parseArgs } from 'node:util'
 import { Report } from '../src/loadgen/report.js'
 import { measureAll, type Profile } from './measure.js'
 import { writeResults } from './overhead-report.js'
-import { canPin, pin, which } from './processes.js'
+import { buildForBench, canPin, loadAverage, pin, which } from './processes.js'
 import {
   admissionWired,
   directTarget,
@@ -25,7 +24,6 @@ import {
   startNginx,
   startUpstream,
   type Target,
-  UPSTREAM_JS,
   type Upstream,
 } from './targets.js'
 
@@ -67,29 +65,6 @@ const USAGE = `Usage: npm run bench:overhead -- [options]
 `
 
 const log = (s: string) => process.stderr.write(`[bench:overhead] ${s}\n`)
-
-function build(): void {
-  // the gateway as shipped (dist/), and the trivial upstream as plain JS (bench/dist/)
-  for (const project of ['tsconfig.build.json', 'bench/tsconfig.build.json']) {
-    log(`building (tsc -p ${project})`)
-    try {
-      execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', project], { cwd: ROOT, stdio: 'pipe' })
-    } catch (err) {
-      const out = String((err as { stdout?: Buffer }).stdout ?? '')
-      log(`tsc reported errors (JS is emitted anyway; going on):\n${out.split('\n').slice(0, 10).join('\n')}`)
-    }
-  }
-  for (const f of ['dist/cli.js', UPSTREAM_JS])
-    if (!existsSync(join(ROOT, f))) throw new Error(`${f} missing after the build`)
-}
-
-function loadAverage(): string {
-  try {
-    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
-  } catch {
-    return 'n/a'
-  }
-}
 
 function version(cmd: string, args: string[]): string {
   // nginx -v prints to stderr, haproxy -v to stdout
@@ -183,7 +158,7 @@ async function main(): Promise<void> {
   const pinned = canPin(cpus().length)
   const [clientCore, proxyCore] = pinned ? [0, 1] : [undefined, undefined]
   if (pinned) pin(process.pid, 0)
-  if (!values['no-build']) build()
+  if (!values['no-build']) buildForBench(ROOT, log)
 
   const started = performance.now()
   const targets: Target[] = []

@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /** A port that was free a moment ago (bind port 0, read it, close). */
@@ -171,4 +172,32 @@ export function coreBusyMs(core: number): number {
   const f = line.trim().split(/\s+/).slice(1).map(Number)
   const busy = [0, 1, 2, 5, 6].reduce((a, i) => a + (f[i] ?? 0), 0)
   return (busy * 1000) / TICKS_PER_S
+}
+
+/**
+ * Builds what the benches run as shipped: the gateway (dist/, tsc -p tsconfig.build.json)
+ * and the trivial upstream as plain JS (bench/dist/). Type errors are reported, not fatal
+ * (tsc emits anyway); a missing output is.
+ */
+export function buildForBench(root: string, log: (s: string) => void): void {
+  for (const project of ['tsconfig.build.json', 'bench/tsconfig.build.json']) {
+    log(`building (tsc -p ${project})`)
+    try {
+      execFileSync(join(root, 'node_modules/.bin/tsc'), ['-p', project], { cwd: root, stdio: 'pipe' })
+    } catch (err) {
+      const out = String((err as { stdout?: Buffer }).stdout ?? '')
+      log(`tsc reported errors (JS is emitted anyway; going on):\n${out.split('\n').slice(0, 10).join('\n')}`)
+    }
+  }
+  for (const f of ['dist/cli.js', 'bench/dist/trivial-upstream.js'])
+    if (!existsSync(join(root, f))) throw new Error(`${f} missing after the build`)
+}
+
+/** /proc/loadavg's 1, 5 and 15 minute figures, or n/a. */
+export function loadAverage(): string {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+  } catch {
+    return 'n/a'
+  }
 }
