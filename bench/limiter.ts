@@ -295,7 +295,7 @@ async function main(): Promise<void> {
         `the tenant without limits (the limits stage returns at once), with \`rpm\`, \`tpm\` and \`max_concurrent\` in the memory store, and the same in Redis (a local redis-server, loopback TCP). The limits (${JSON.stringify(LIMITS)}) are never reached: each request is checked (one Lua script: GCRA, token bucket, lease) and settled (a second one), never refused.`,
         'Added latency = a target p50 (p99) minus the no-limiter gateway p50 (p99) of the same round; the figure is the median over rounds.',
         pinned
-          ? '**Pinning.** The gateways on core 1; the load client, the upstream and redis-server on core 0 (Redis on a core of its own would be the deployment to copy: on the gateway\'s core, each check waits for Redis to be scheduled, which added about 1 ms at p50 in a trial run).'
+          ? "**Pinning.** The gateways on core 1; the load client, the upstream and redis-server on core 0 (Redis on a core of its own would be the deployment to copy: on the gateway's core, each check waits for Redis to be scheduled, which added about 1 ms at p50 in a trial run)."
           : '**Pinning.** None: every process shares the cores.',
         'The machine has 2 cores shared with other work: read the differences, not the absolute times.',
       ].join('\n'),
