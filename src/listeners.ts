@@ -9,6 +9,9 @@ import { type AddressInfo, createServer } from 'node:net'
 import type { GatewayConfig } from './config/schema.js'
 import type { HttpApps } from './http-apps.js'
 
+/** After the drain, how long connections get to close by themselves before they are cut. */
+const CLOSE_WAIT_MS = 1_000
+
 /** A listener that cannot start, said in one line with the fix (the CLI prints it, exit 1). */
 export class ListenError extends Error {
   override readonly name = 'ListenError'
@@ -111,7 +114,12 @@ export async function listen(apps: HttpApps, opts: ListenOptions = {}): Promise<
         await apps.pipeline.stopAll()
         apps.app.server.closeAllConnections()
       }
+      // Nothing is in flight now, but a client may hold a connection with a request half
+      // sent (or never used): Node does not count it idle, and close() would wait for its
+      // request timeout. A moment for clean closes, then every connection goes.
+      const reap = setTimeout(() => apps.app.server.closeAllConnections(), CLOSE_WAIT_MS)
       await apps.app.close()
+      clearTimeout(reap)
       await apps.admin.close()
       await opts.onClose?.()
       return finished
