@@ -47,9 +47,22 @@ export function tenantObjectives(
   return Object.keys(out).length === 0 ? undefined : Object.freeze(out)
 }
 
-/** The objectives of request `t` in class `className` (of config `cls`): its tenant's for it, else the class's. */
+/**
+ * The objectives of request `t` in class `className` (of config `cls`): its tenant's for
+ * it, else the class's; with `ttft_ms_per_1k_prompt_tokens` set, its TTFT objective grows
+ * with its prompt (`ttft_ms + per_1k × prompt tokens / 1000`: one small object per such
+ * request; none otherwise).
+ */
 export function objectivesFor(t: Ticket, className: string, cls: { readonly slo: Objectives }): Objectives {
-  return t.tenantObjectives?.[className] ?? cls.slo
+  const base = t.tenantObjectives?.[className] ?? cls.slo
+  const per1k = base.ttft_ms_per_1k_prompt_tokens
+  if (per1k === undefined || per1k === 0 || base.ttft_ms === undefined) return base
+  return { ...base, ttft_ms: lengthAwareTtftMs(base.ttft_ms, per1k, t.promptTokens) }
+}
+
+/** The TTFT objective of a prompt of `promptTokens` tokens: `ttftMs` plus `per1k` ms per 1,000 of them. */
+export function lengthAwareTtftMs(ttftMs: number, per1k: number, promptTokens: number): number {
+  return Math.round(ttftMs + (per1k * Math.max(0, promptTokens)) / 1000)
 }
 
 /**

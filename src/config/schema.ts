@@ -155,6 +155,11 @@ const degradeStepSchema = z.discriminatedUnion('action', [
 const sloSchema = z.strictObject({
   /** Time to first token: request received to first content token sent. */
   ttft_ms: positiveInt.optional(),
+  /**
+   * Length-aware TTFT: a request's TTFT objective is ttft_ms plus this many ms per 1,000
+   * prompt tokens, so a long prompt is judged by what its length allows, not refused as long.
+   */
+  ttft_ms_per_1k_prompt_tokens: z.number().nonnegative().optional(),
   /** Time per output token after the first: (E2E - TTFT) / (tokens - 1). */
   tpot_ms: positiveInt.optional(),
   /** End to end: request received to last byte sent. */

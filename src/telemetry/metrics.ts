@@ -71,6 +71,16 @@ export function createMetrics(config: GatewayConfig, registry: Registry, onColle
       'Requests refused by the gateway (capacity, quota, draining), by reason.',
       [...CMT, 'reason'],
     ),
+    requestsByPromptLen: counter(
+      METRICS.requestsByPromptLen,
+      'Offered requests by prompt-length bucket and verdict (good, missed, rejected, failed, cancelled): refusal rate, goodput and attainment per bucket, so a policy that wins by refusing long prompts shows as such.',
+      ['class', 'prompt_len', 'verdict'],
+    ),
+    goodTokensByPromptLen: counter(
+      METRICS.goodTokensByPromptLen,
+      'Output tokens of good requests by prompt-length bucket (goodput in tokens/s per bucket).',
+      ['class', 'prompt_len'],
+    ),
     degraded: counter(METRICS.degraded, 'Degrade actions applied to admitted requests, by action.', [
       ...CM,
       'action',

@@ -11,6 +11,8 @@ export const METRICS = {
   sloMissed: 'slo_gateway_slo_missed_total',
   missedRequests: 'slo_gateway_missed_requests_total',
   rejected: 'slo_gateway_rejected_total',
+  requestsByPromptLen: 'slo_gateway_requests_by_prompt_len_total',
+  goodTokensByPromptLen: 'slo_gateway_good_tokens_by_prompt_len_total',
   degraded: 'slo_gateway_degraded_total',
   degradedRequests: 'slo_gateway_degraded_requests_total',
   errors: 'slo_gateway_errors_total',

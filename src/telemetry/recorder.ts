@@ -63,6 +63,8 @@ export class Recorder {
   private readonly missed: SeriesCache<string, Inc>
   private readonly missedRequests: SeriesCache<string, Inc>
   private readonly rejected: SeriesCache<string, Inc>
+  private readonly byPromptLen: SeriesCache<string, Inc>
+  private readonly goodTokensByPromptLen: SeriesCache<string, Inc>
   private readonly degraded: SeriesCache<string, Inc>
   private readonly degradedRequests: SeriesCache<string, Inc>
   private readonly errors: SeriesCache<string, Inc>
@@ -108,6 +110,8 @@ export class Recorder {
     this.missed = new SeriesCache(m.sloMissed, [...cm, 'slo'])
     this.missedRequests = new SeriesCache(m.missedRequests, cmt)
     this.rejected = new SeriesCache(m.rejected, [...cmt, 'reason'])
+    this.byPromptLen = new SeriesCache(m.requestsByPromptLen, ['class', 'prompt_len', 'verdict'])
+    this.goodTokensByPromptLen = new SeriesCache(m.goodTokensByPromptLen, ['class', 'prompt_len'])
     this.degraded = new SeriesCache(m.degraded, [...cm, 'action'])
     this.degradedRequests = new SeriesCache(m.degradedRequests, cm)
     this.errors = new SeriesCache(m.errors, [...cm, 'kind'])
@@ -183,6 +187,13 @@ export class Recorder {
       }
       default:
         break
+    }
+
+    // Offered load by prompt length (not invalid input, not the model server's 4xx on it).
+    if (verdict.kind !== 'invalid' && verdict.kind !== 'client_error') {
+      const pl = promptLengthBucket(meas.promptTokens)
+      this.byPromptLen.get3(cls, pl, verdict.kind).inc()
+      if (verdict.kind === 'good' && completion > 0) this.goodTokensByPromptLen.get2(cls, pl).inc(completion)
     }
 
     // Client errors are not offered load (as invalid requests): not counted as degraded.

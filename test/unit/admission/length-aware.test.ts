@@ -1,0 +1,87 @@
+/**
+ * Length-aware TTFT objectives (classes.<name>.slo.ttft_ms_per_1k_prompt_tokens): a
+ * request's TTFT objective grows with its prompt, so admission judges a long prompt by
+ * what its length allows instead of refusing it for being long; the verdict reads the same
+ * objective; a class without the allowance keeps one shared objective object.
+ */
+import { describe, expect, it } from 'vitest'
+import { Admission } from '../../../src/admission/admission.js'
+import { ManualClock } from '../../../src/clock.js'
+import { configSchema } from '../../../src/config/schema.js'
+import { lengthAwareTtftMs, objectivesOf } from '../../../src/objectives.js'
+import { verdictOf } from '../../../src/telemetry/verdict.js'
+import { Ticket } from '../../../src/ticket.js'
+import { ticket as finished } from '../telemetry/fixtures.js'
+import { FakePool, fakeBackends } from './fake-pool.js'
+
+/**
+ * Margin 0.5: admitted when predicted <= half the request's objective. The estimator's
+ * priors predict about 22.5 ms + 0.05 ms per prompt token on an idle endpoint (~222 ms for
+ * 4,000 tokens, ~32 ms for 200).
+ */
+function setup(per1k: number | undefined) {
+  const config = configSchema.parse({
+    classes: {
+      chat: {
+        priority: 0,
+        slo: {
+          ttft_ms: 150,
+          tpot_ms: 50,
+          ...(per1k === undefined ? {} : { ttft_ms_per_1k_prompt_tokens: per1k }),
+        },
+        max_kv_usage: 0.8,
+        reject_on_ttft: true,
+      },
+    },
+    admission: { margin: 0.5, ttft_miss_target: 0 },
+    backends: { pools: [{ name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] }] },
+  })
+  const pool = new FakePool('main', ['m'])
+  const admission = new Admission(config, fakeBackends(pool), new ManualClock(1000))
+  const request = (promptTokens: number) => {
+    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
+    t.model = 'm'
+    t.generation = true
+    t.requestedClass = 'chat'
+    t.promptTokens = promptTokens
+    t.expectedOutputTokens = 16
+    return { ticket: t, body: { model: 'm', messages: [] }, pool }
+  }
+  return { config, admission, request }
+}
+
+describe('length-aware TTFT objectives', () => {
+  it('adds the allowance per 1,000 prompt tokens', () => {
+    expect(lengthAwareTtftMs(300, 100, 500)).toBe(350)
+    expect(lengthAwareTtftMs(300, 100, 8000)).toBe(1100)
+    expect(lengthAwareTtftMs(300, 100, -5)).toBe(300)
+  })
+
+  it('one objective for every length refuses the long prompt; length-aware admits it by its own', () => {
+    const flat = setup(undefined)
+    const long = flat.request(4000)
+    const refused = flat.admission.decide(long)
+    expect(refused.kind === 'reject' && refused.error.rejectReason).not.toBe(undefined)
+    expect(long.ticket.slo).toBe(flat.config.classes.chat?.slo) // shared, not copied
+    expect(flat.admission.decide(flat.request(200)).kind).toBe('admit')
+
+    const aware = setup(200)
+    const longAware = aware.request(4000)
+    expect(aware.admission.decide(longAware).kind).toBe('admit')
+    expect(longAware.ticket.slo?.ttft_ms).toBe(150 + 800)
+    const short = aware.request(200)
+    expect(aware.admission.decide(short).kind).toBe('admit')
+    expect(short.ticket.slo?.ttft_ms).toBe(190)
+  })
+
+  it('the verdict judges a request by the objective of its length', () => {
+    const aware = setup(200)
+    const long = aware.request(4000)
+    aware.admission.decide(long)
+    const done = finished(0, { class: 'chat', ttft: 600, e2e: 700, chunks: 3 })
+    // 600 ms: a miss against the flat 150 ms, good against 950 ms for 4,000 tokens
+    expect(verdictOf(done, objectivesOf(done, aware.config.classes)).kind).toBe('missed')
+    done.slo = long.ticket.slo
+    expect(verdictOf(done, objectivesOf(done, aware.config.classes))).toEqual({ kind: 'good' })
+  })
+})
