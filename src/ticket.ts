@@ -44,6 +44,10 @@ export class Ticket {
   tenantDefaultClass: string | undefined = undefined
   /** The tenant's fair-share weight in the admission queues (identify). */
   tenantWeight = 1
+  /** The classes its tenant may use (identify); undefined: every class. */
+  tenantAllowedClasses: ReadonlySet<string> | undefined = undefined
+  /** May be demoted to another class instead of refused (its tenant's allow_demotion, or x-gateway-allow-demotion: true). */
+  demotable = false
   /** The tenant's objectives per class it overrides (identify); undefined: it overrides none. */
   tenantObjectives: TenantObjectives | undefined = undefined
   /** The request's API key named its tenant: it is the gateway's credential, not forwarded upstream. */

@@ -133,13 +133,14 @@ export class Admission implements AdmissionControl {
   /** The decision alone: classify, predict, degrade, and admit or refuse (no side effect on queues). */
   decide(input: AdmitInput): Decision {
     const { ticket: t, body } = input
-    const className = classify(t.requestedClass, t.serviceTier, input.tenantDefaultClass, this.classNames)
-    if (className instanceof GatewayError) return { kind: 'reject', error: className }
+    const asked = classify(t.requestedClass, t.serviceTier, input.tenantDefaultClass, this.classNames)
+    if (asked instanceof GatewayError) return { kind: 'reject', error: asked }
+    let className = asked
     t.class = className
-    const cls = this.config.classes[className]!
+    let cls = this.config.classes[className]!
     // the request's own objectives (its tenant's, where it overrides the class's): what it
     // is admitted, queued, timed and judged by
-    const objectives = objectivesFor(t, className, cls)
+    let objectives = objectivesFor(t, className, cls)
     t.slo = objectives
     const req: DegradableRequest = {
       body,
@@ -149,7 +150,7 @@ export class Admission implements AdmissionControl {
       choices: typeof body.n === 'number' && body.n > 1 ? Math.floor(body.n) : 1,
     }
     const promptTokens = t.promptTokens
-    const slo = objectives.ttft_ms
+    let slo = objectives.ttft_ms
 
     let pa = this.poolAdmission(req.pool)
     let budget = pa.ttftBudget(className, slo)
@@ -159,6 +160,24 @@ export class Admission implements AdmissionControl {
     const steps = cls.reject_on_ttft ? cls.degrade : []
     for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
       const step = steps[i]!
+      if (step.action === 'demote_to_batch') {
+        // queued in the other class instead of refused, where the tenant or request allows it
+        const to = this.config.classes[step.class]
+        if (!t.demotable || to === undefined || step.class === className) continue
+        if (t.tenantAllowedClasses !== undefined && !t.tenantAllowedClasses.has(step.class)) continue
+        t.degraded.push(step.action)
+        className = step.class
+        t.class = className
+        cls = to
+        objectives = objectivesFor(t, className, cls)
+        t.slo = objectives
+        slo = objectives.ttft_ms
+        budget = pa.ttftBudget(className, slo)
+        ;({ prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens))
+        if (usable === 0) return this.noBackend(t, req.pool)
+        // the rest of the ladder is the interactive class's: the demoted request is done with it
+        break
+      }
       if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) continue
       t.degraded.push(step.action)
       pa = this.poolAdmission(req.pool)

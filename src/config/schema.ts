@@ -150,6 +150,11 @@ const degradeStepSchema = z.discriminatedUnion('action', [
     effort: z.enum(['minimal', 'low', 'medium']).default('low'),
   }),
   z.strictObject({ action: z.literal('single_choice') }),
+  /**
+   * Queue the request in another class (batch by default) instead of refusing it, when its
+   * tenant (tenants[].allow_demotion) or the request (x-gateway-allow-demotion: true) allows it.
+   */
+  z.strictObject({ action: z.literal('demote_to_batch'), class: z.string().min(1).default('batch') }),
 ])
 
 const sloSchema = z.strictObject({
@@ -188,6 +193,8 @@ export const classSchema = z.strictObject({
 
 export type ClassConfig = z.output<typeof classSchema>
 export type DegradeStep = z.output<typeof degradeStepSchema>
+/** The steps that change the request itself (body, pool); demotion changes its class, in admission. */
+export type BodyDegradeStep = Exclude<DegradeStep, { action: 'demote_to_batch' }>
 
 export const BUILTIN_CLASSES = {
   interactive: {
@@ -196,7 +203,7 @@ export const BUILTIN_CLASSES = {
     max_queue_wait_ms: 5_000,
     max_kv_usage: 0.8,
     reject_on_ttft: true,
-    degrade: [{ action: 'cap_max_tokens', max_tokens: 512 }],
+    degrade: [{ action: 'cap_max_tokens', max_tokens: 512 }, { action: 'demote_to_batch' }],
   },
   batch: {
     priority: 1,
@@ -374,6 +381,15 @@ export const configSchema = z
   .superRefine((cfg, ctx) => {
     for (const f of structuralFindings(cfg.server, cfg.backends.pools)) ctx.addIssue({ code: 'custom', ...f })
     for (const f of tenantFindings(cfg.tenants, cfg.classes)) ctx.addIssue({ code: 'custom', ...f })
+    for (const [name, c] of Object.entries(cfg.classes))
+      c.degrade.forEach((step, i) => {
+        if (step.action !== 'demote_to_batch' || cfg.classes[step.class] !== undefined) return
+        ctx.addIssue({
+          code: 'custom',
+          path: ['classes', name, 'degrade', i, 'class'],
+          message: `unknown class '${step.class}' to demote to (known: ${Object.keys(cfg.classes).join(', ')})`,
+        })
+      })
   })
 
 export type GatewayConfig = z.output<typeof configSchema>

@@ -45,6 +45,8 @@ export const tenantSchema = z.strictObject({
   allowed_classes: z.array(z.string().min(1)).min(1).optional(),
   /** A request for a class not allowed: `reject` (403) or `default` (served in default_class). */
   on_disallowed_class: z.enum(['reject', 'default']).default('reject'),
+  /** Its requests may be demoted (a class's `demote_to_batch` step) instead of refused. */
+  allow_demotion: z.boolean().default(false),
   /** Fair share in the admission queues, relative to the other tenants of a class. */
   weight: z.number().positive().max(1_000).default(1),
   limits: tenantLimitsSchema.prefault({}),

@@ -21,6 +21,8 @@ export interface Tenant {
   readonly allowedClasses: ReadonlySet<string> | undefined
   /** A request for a class not allowed: 403, or served in the default class. */
   readonly onDisallowedClass: 'reject' | 'default'
+  /** Whether its requests may be demoted to another class instead of refused. */
+  readonly allowDemotion: boolean
   /** Its fair share in the admission queues. */
   readonly weight: number
   readonly limits: TenantLimits
@@ -47,6 +49,7 @@ function tenantOf(t: TenantConfig, classes: ClassObjectives): Tenant {
     defaultClass,
     allowedClasses: allowed === undefined ? undefined : new Set(allowed),
     onDisallowedClass: t.on_disallowed_class,
+    allowDemotion: t.allow_demotion,
     weight: t.weight,
     limits: t.limits,
     slo: t.slo ?? NO_OVERRIDES,
@@ -61,6 +64,7 @@ function implicitTenant(id: string): Tenant {
     defaultClass: DEFAULT_CLASS,
     allowedClasses: undefined,
     onDisallowedClass: 'reject',
+    allowDemotion: false,
     weight: 1,
     limits: {},
     slo: NO_OVERRIDES,

@@ -67,6 +67,8 @@ export function identifyStage(deps: StageDeps): Stage {
     t.tenantDefaultClass = tenant.defaultClass
     t.tenantWeight = tenant.weight
     t.tenantObjectives = tenant.objectives
+    t.tenantAllowedClasses = tenant.allowedClasses
+    t.demotable = tenant.allowDemotion || r.headers['x-gateway-allow-demotion'] === 'true'
     const priority = r.headers['x-priority']
     if (typeof priority === 'string') t.requestedClass = priority
     const allowed = tenant.allowedClasses

@@ -8,7 +8,7 @@
  * step. The action's name is what `x-gateway-degraded` and the metrics report.
  */
 import type { BackendPool } from '../../backends/types.js'
-import type { DegradeStep } from '../../config/schema.js'
+import type { BodyDegradeStep } from '../../config/schema.js'
 import type { JsonBody } from '../../openai/request-fields.js'
 import type { GenerationApi } from '../../ticket.js'
 
@@ -29,7 +29,7 @@ export interface DegradeContext {
   route(model: string): BackendPool | undefined
 }
 
-export interface DegradeAction<S extends DegradeStep = DegradeStep> {
+export interface DegradeAction<S extends BodyDegradeStep = BodyDegradeStep> {
   readonly name: S['action']
   apply(req: DegradableRequest, step: S, ctx: DegradeContext): boolean
 }

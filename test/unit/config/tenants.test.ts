@@ -22,7 +22,14 @@ describe('config: auth and tenants', () => {
     expect(c.auth).toEqual({ mode: 'api_key', header: 'x-tenant-id' })
     expect(c.tenants).toEqual([])
     const t = configSchema.parse({ tenants: [{ id: 'a', api_keys: [H1.toUpperCase()] }] }).tenants[0]
-    expect(t).toEqual({ id: 'a', api_keys: [H1], on_disallowed_class: 'reject', weight: 1, limits: {} })
+    expect(t).toEqual({
+      id: 'a',
+      api_keys: [H1],
+      on_disallowed_class: 'reject',
+      allow_demotion: false,
+      weight: 1,
+      limits: {},
+    })
   })
 
   it('names every problem with its path: bad hash, unknown classes, duplicates, a bad id', () => {
