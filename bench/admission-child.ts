@@ -10,7 +10,7 @@
  * lagP50Ms, lagP99Ms, lagCount (step lag since the last POST /reset) }.
  *
  * `gateway`: createRuntime (admission, telemetry, scrapers: the product as shipped) with one
- * pool on the simulator, SLOs, queue waits, aging and the estimator's priors multiplied by the
+ * pool on the simulator, SLOs, queue waits, the floor's window and the estimator's priors multiplied by the
  * time scale (the shipped defaults otherwise).
  *
  * Each prints one line `ADMISSION-CHILD {json}` with its URLs when it listens, and stops on
@@ -61,7 +61,7 @@ export function gatewayConfig(simUrl: string, model: string, scale: number) {
       },
     },
     admission: {
-      aging_ms: times(base.admission.aging_ms),
+      min_share_window_ms: times(base.admission.min_share_window_ms),
       itl_window_ms: times(base.admission.itl_window_ms),
       probe_interval_ms: times(base.admission.probe_interval_ms),
       estimator: {

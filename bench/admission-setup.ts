@@ -53,7 +53,7 @@ export function setupSection(report: Report, f: SetupFacts): void {
       `**Time scale ${scale}.** The simulator runs every engine step ${scale}× slower than the modelled`,
       'GPU, and every time constant of the gateway is multiplied by the same factor: the interactive',
       `SLOs (TTFT ${gi?.slo.ttft_ms} ms, TPOT ${gi?.slo.tpot_ms} ms wall = ${f.slo.ttftMs} / ${f.slo.tpotMs} ms model), the`,
-      `queue waits (interactive ${gi?.max_queue_wait_ms} ms), batch's E2E (${gb?.slo.e2e_ms} ms), aging (${g.admission.aging_ms} ms), the decode`,
+      `queue waits (interactive ${gi?.max_queue_wait_ms} ms), batch's E2E (${gb?.slo.e2e_ms} ms), the floor's window (${g.admission.min_share_window_ms} ms), the decode`,
       `guard's ITL window (${g.admission.itl_window_ms} ms), the probe interval (${g.admission.probe_interval_ms} ms),`,
       `the pool's staleness limit (${g.backends.pools[0]?.stale_after_ms} ms), and the estimator's priors (step ${g.admission.estimator.step_ms} ms,`,
       `${fmt(g.admission.estimator.prefill_tokens_per_s, 0)} prefill tokens/s: the shipped defaults, scaled). Everything else is the`,

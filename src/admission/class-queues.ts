@@ -1,24 +1,25 @@
 import type { Clock } from '../clock.js'
 import { FairQueue } from './fair-queue.js'
 import { IndexedMinHeap } from './min-heap.js'
+import { ShareFloor } from './share-floor.js'
 
 /**
  * The admission queues of one pool: one FairQueue (weighted DRR between tenants, in
- * tokens) per class, strict priority with aging between classes, count and byte limits
+ * tokens) per class, strict priority with a floor between classes, count and byte limits
  * per class, and deadlines.
  *
  * Service order between classes:
- * 1. A class is *starving* when its oldest item has waited ≥ `agingMs` AND the class has
- *    not been served (dequeue/dequeueFrom) for ≥ `agingMs`. Starving classes are served
- *    first, longest-waiting oldest item first (ties: lower priority number, then the
- *    order the classes were declared in).
+ * 1. A class with a `minShare` is *due* when serving its next item keeps it within its
+ *    share of the prompt tokens dispatched while it had items queued (see ShareFloor: a
+ *    deficit, bounded by a sliding window of `minShareWindowMs`). Due classes are served
+ *    first, by priority.
  * 2. Then the other non-empty classes by priority (lower number first, ties: declaration
  *    order).
- * Serving one item from a class restarts its aging window, so a starving class gets one
- * item ahead of higher-priority work and then strict priority resumes; it can jump the
- * queue again only after another `agingMs`. So every class receives at least one item
- * per `agingMs` (never starved forever) while priority inversion stays bounded to one
- * item per class per `agingMs`.
+ * So under a permanent backlog above it a class of minShare s gets s of the tokens (to
+ * within one item), and priority inversion is bounded by the same s; a class of minShare 0
+ * gets nothing while a class above it has work. Work-conserving: a class with nothing
+ * queued accrues nothing, so its share goes to the others, and any class takes whatever the
+ * classes above it leave. Dispatches that bypass the queues (`recordDispatch`) count too.
  *
  * Deadlines: an item's effective deadline is min(its deadline, enqueue time + the class's
  * maxQueueWaitMs). An indexed min-heap over effective deadlines gives `expired(now)` in
@@ -39,13 +40,15 @@ export interface QueueClass {
   queueLimitBytes: number
   /** Longest an item may wait in this class; caps its deadline. */
   maxQueueWaitMs: number
+  /** Share (0..1) of the prompt tokens dispatched the class gets while it has items queued. Default 0. */
+  minShare?: number
 }
 
 export interface ClassQueuesOptions {
   classes: readonly QueueClass[]
   clock: Clock
-  /** Wait after which a lower-priority class may jump ahead. Default 10_000. */
-  agingMs?: number
+  /** The window bounding what a class's floor remembers (see ShareFloor). Default 5_000. */
+  minShareWindowMs?: number
   /** DRR base quantum in tokens (× tenant weight). Default 1024. */
   quantum?: number
 }
@@ -73,7 +76,7 @@ export interface Dequeued<T> extends Queued<T> {
   waitedMs: number
 }
 
-export const DEFAULT_AGING_MS = 10_000
+export const DEFAULT_MIN_SHARE_WINDOW_MS = 5_000
 
 interface Entry<T> {
   readonly item: T
@@ -97,15 +100,17 @@ interface ClassState<T> {
   bytes: number
   oldest: Entry<T> | undefined
   newest: Entry<T> | undefined
-  lastServedAt: number
+  /** The class's floor; undefined for a minShare of 0. */
+  readonly floor: ShareFloor | undefined
 }
 
 export class ClassQueues<T extends { id: string }> {
   private readonly clock: Clock
-  private readonly agingMs: number
   private readonly byName = new Map<string, ClassState<T>>()
   /** Classes by priority, then declaration order. */
   private readonly byPriority: ClassState<T>[]
+  /** The classes with a floor, by priority. */
+  private readonly floors: ClassState<T>[]
   private readonly entries = new Map<string, Entry<T>>()
   private readonly deadlines = new IndexedMinHeap<Entry<T>>(
     (a, b) => a.deadline < b.deadline || (a.deadline === b.deadline && a.seq < b.seq),
@@ -114,13 +119,18 @@ export class ClassQueues<T extends { id: string }> {
 
   constructor(options: ClassQueuesOptions) {
     this.clock = options.clock
-    this.agingMs = options.agingMs ?? DEFAULT_AGING_MS
-    if (!(this.agingMs >= 0)) throw new RangeError(`agingMs must be ≥ 0, got ${this.agingMs}`)
+    const windowMs = options.minShareWindowMs ?? DEFAULT_MIN_SHARE_WINDOW_MS
+    if (!(windowMs > 0)) throw new RangeError(`minShareWindowMs must be > 0, got ${windowMs}`)
+    let shares = 0
     const fairOptions = options.quantum === undefined ? {} : { quantum: options.quantum }
     options.classes.forEach((spec, index) => {
       if (this.byName.has(spec.name)) throw new Error(`duplicate queue class "${spec.name}"`)
       if (!Number.isFinite(spec.priority))
         throw new RangeError(`class "${spec.name}": priority must be finite`)
+      const minShare = spec.minShare ?? 0
+      if (!(minShare >= 0 && minShare <= 1))
+        throw new RangeError(`class "${spec.name}": minShare must be in [0, 1], got ${minShare}`)
+      shares += minShare
       for (const key of ['queueLimit', 'queueLimitBytes', 'maxQueueWaitMs'] as const) {
         if (!(spec[key] >= 0)) throw new RangeError(`class "${spec.name}": ${key} must be ≥ 0`)
       }
@@ -131,10 +141,13 @@ export class ClassQueues<T extends { id: string }> {
         bytes: 0,
         oldest: undefined,
         newest: undefined,
-        lastServedAt: Number.NEGATIVE_INFINITY,
+        floor: minShare > 0 ? new ShareFloor(minShare, windowMs) : undefined,
       })
     })
+    // a little slack for shares written in decimals (0.7 + 0.2 + 0.1)
+    if (shares > 1 + 1e-9) throw new RangeError(`the classes' minShare sum to ${shares}, more than 1`)
     this.byPriority = [...this.byName.values()].sort(byPriority)
+    this.floors = this.byPriority.filter((c) => c.floor !== undefined)
   }
 
   /** Items queued in all classes. */
@@ -203,15 +216,36 @@ export class ClassQueues<T extends { id: string }> {
   /** Names of the non-empty classes in the order `dequeue()` would serve them now. */
   classesInOrder(): string[] {
     const now = this.clock.now()
-    const starving: ClassState<T>[] = []
+    const due: string[] = []
     const rest: string[] = []
     for (const c of this.byPriority) {
       if (c.oldest === undefined) continue
-      if (this.isStarving(c, now)) starving.push(c)
+      if (this.isDue(c, now)) due.push(c.spec.name)
       else rest.push(c.spec.name)
     }
-    starving.sort(byOldest)
-    return [...starving.map((c) => c.spec.name), ...rest]
+    return [...due, ...rest]
+  }
+
+  /**
+   * True when the class is served under its floor now: it has items queued and serving
+   * the next keeps it within its minShare (it goes before the classes above it).
+   */
+  underFloor(name: string): boolean {
+    return this.isDue(this.state(name), this.clock.now())
+  }
+
+  /** What each class with a floor is owed now, prompt tokens (negative: taken beyond its share). */
+  floorState(): Record<string, number> {
+    const now = this.clock.now()
+    return Object.fromEntries(this.floors.map((c) => [c.spec.name, Math.round(c.floor!.owed(now))]))
+  }
+
+  /**
+   * Work of class `name` dispatched without passing through the queues (placed at once):
+   * it counts in the shares of the classes that have items queued.
+   */
+  recordDispatch(name: string, cost: number): void {
+    this.charge(this.state(name), cost, this.clock.now())
   }
 
   /** Removes a queued item (its client went away). False if it is not queued. */
@@ -257,7 +291,7 @@ export class ClassQueues<T extends { id: string }> {
   /**
    * Token cost queued in the classes served before or with `name` under strict priority
    * (priority ≤ its priority, itself included): the prefill work ahead of a new arrival.
-   * Aging is not applied. O(#classes).
+   * The floor is not applied. O(#classes).
    */
   costAhead(name: string): number {
     const p = this.state(name).spec.priority
@@ -281,27 +315,24 @@ export class ClassQueues<T extends { id: string }> {
     return c
   }
 
-  private isStarving(c: ClassState<T>, now: number): boolean {
-    return (
-      c.oldest !== undefined &&
-      now - c.oldest.enqueuedAt >= this.agingMs &&
-      now - c.lastServedAt >= this.agingMs
-    )
+  private isDue(c: ClassState<T>, now: number): boolean {
+    const head = c.fair.peek()
+    return c.floor !== undefined && head !== undefined && c.floor.due(now, head.cost)
   }
 
-  /** The class `dequeue()` serves at `now`. O(#classes). */
+  /** The class `dequeue()` serves at `now`: the first due, else the first non-empty. O(#classes). */
   private first(now: number): ClassState<T> | undefined {
-    let starving: ClassState<T> | undefined
-    let plain: ClassState<T> | undefined
-    for (const c of this.byPriority) {
+    for (const c of this.floors) if (this.isDue(c, now)) return c
+    for (const c of this.byPriority) if (c.oldest !== undefined) return c
+    return undefined
+  }
+
+  /** `cost` tokens of class `by` went out: into the floor of every class with items queued. */
+  private charge(by: ClassState<T>, cost: number, now: number): void {
+    for (const c of this.floors) {
       if (c.oldest === undefined) continue
-      if (this.isStarving(c, now)) {
-        if (starving === undefined || byOldest(c, starving) < 0) starving = c
-      } else if (plain === undefined) {
-        plain = c
-      }
+      c.floor!.record(now, cost, c === by, c.fair.peek()?.cost ?? 0)
     }
-    return starving ?? plain
   }
 
   private peekState(c: ClassState<T>): Queued<T> | undefined {
@@ -312,8 +343,8 @@ export class ClassQueues<T extends { id: string }> {
   private dequeueState(c: ClassState<T>, now: number): Dequeued<T> | undefined {
     const entry = c.fair.pop()
     if (entry === undefined) return undefined
+    this.charge(c, entry.cost, now) // before detach: the class still counts as queued
     this.detach(entry)
-    c.lastServedAt = now
     return { item: entry.item, class: c.spec.name, waitedMs: Math.max(0, now - entry.enqueuedAt) }
   }
 
@@ -329,15 +360,14 @@ export class ClassQueues<T extends { id: string }> {
     entry.older = undefined
     entry.newer = undefined
     c.bytes -= entry.bytes
-    if (c.oldest === undefined) c.bytes = 0 // no floating-point residue when empty
+    if (c.oldest === undefined) {
+      c.bytes = 0 // no floating-point residue when empty
+      c.floor?.emptied()
+    }
     this.entries.delete(entry.item.id)
   }
 }
 
 function byPriority<T>(a: ClassState<T>, b: ClassState<T>): number {
   return a.spec.priority - b.spec.priority || a.index - b.index
-}
-
-function byOldest<T>(a: ClassState<T>, b: ClassState<T>): number {
-  return a.oldest!.enqueuedAt - b.oldest!.enqueuedAt || byPriority(a, b)
 }

@@ -84,19 +84,20 @@ export class EndpointGates {
 
   /**
    * The gate for one request of `className`: room in the prefill budget, a decode within
-   * the TPOT objectives (an aged request skips the guard, so nothing waits forever), and
-   * headroom.
+   * the TPOT objectives, and headroom. `pastGuard`: the request is served under its class's
+   * floor (min_share) and skips the decode guard, so a guard that the classes above keep
+   * closed cannot hold it forever.
    */
   open(
     className: string,
     kvTokens: number,
     promptTokens: number,
-    aged = false,
+    pastGuard = false,
   ): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
     return (v) => {
       if (!fitsBudget(this.prefilling.at(v.name), promptTokens, this.maxPrefillTokens)) return false
-      if (!aged && !this.guard.allows(className, v.name)) return false
+      if (!pastGuard && !this.guard.allows(className, v.name)) return false
       return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
     }
   }

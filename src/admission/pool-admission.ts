@@ -1,10 +1,10 @@
 /**
  * Admission for one pool: its class queues, its TTFT estimator and its dispatcher.
  *
- * The dispatcher releases the head of the queues (priority order, aging, fair between
- * tenants) to the endpoint the picker chooses among those with headroom for the head's
- * class. It runs when something can have changed: a request arrives, a request ends
- * (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
+ * The dispatcher releases the head of the queues (priority order above each class's floor,
+ * fair between tenants) to the endpoint the picker chooses among those with headroom for
+ * the head's class. It runs when something can have changed: a request arrives, a request
+ * ends (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
  */
 import type { BackendPool, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
@@ -38,7 +38,6 @@ export class PoolAdmission {
   private readonly ttft = new Map<string, { sloMs: number; margin: TtftMargin }>()
   private readonly lastAdmitted = new Map<string, number>()
   private readonly probeIntervalMs: number
-  private readonly agingMs: number
   private readonly clock: Clock
   private meanPrompt = 512
   private timer: NodeJS.Timeout | undefined = undefined
@@ -60,9 +59,13 @@ export class PoolAdmission {
       queueLimit: c.queue_limit,
       queueLimitBytes: c.queue_limit_bytes,
       maxQueueWaitMs: c.max_queue_wait_ms,
+      minShare: c.min_share,
     }))
-    this.queues = new ClassQueues<Waiting>({ classes: defs, clock, agingMs: cfg.aging_ms })
-    this.agingMs = cfg.aging_ms
+    this.queues = new ClassQueues<Waiting>({
+      classes: defs,
+      clock,
+      minShareWindowMs: cfg.min_share_window_ms,
+    })
     this.probeIntervalMs = cfg.probe_interval_ms
     // the priors are trusted for one probe interval from the start
     for (const name of Object.keys(classes)) this.lastAdmitted.set(name, clock.now())
@@ -177,7 +180,10 @@ export class PoolAdmission {
     this.lastAdmitted.set(w.className, this.clock.now())
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const lease = this.pool.acquire(w.kvTokens, this.gates.open(w.className, w.kvTokens, w.promptTokens))
-      if (lease !== undefined) return this.start(w, lease, 0)
+      if (lease !== undefined) {
+        this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
+        return this.start(w, lease, 0)
+      }
     }
     const r = this.queues.enqueue(w, {
       class: w.className,
@@ -279,12 +285,17 @@ export class PoolAdmission {
         for (const name of this.queues.classesInOrder()) {
           const head = this.queues.peekClass(name)?.item
           if (head === undefined) continue
-          const aged = this.queues.oldestWaitMs(name, this.clock.now()) >= this.agingMs
+          // A class served under its floor skips the decode guard (nothing waits forever on a
+          // guard the classes above keep closed), not the other gates.
+          const floor = this.queues.underFloor(name)
           const lease = this.pool.acquire(
             head.kvTokens,
-            this.gates.open(name, head.kvTokens, head.promptTokens, aged),
+            this.gates.open(name, head.kvTokens, head.promptTokens, floor),
           )
-          // Strict priority: when the first class with work cannot go, nothing below it goes.
+          // Strict priority: when the first class with work cannot go, nothing below it goes;
+          // a class due under its floor holds the line the same way until it fits (its share
+          // is a guarantee, and a large prompt would otherwise never find the prefill budget
+          // free while the classes above keep it busy).
           if (lease === undefined) break
           const out = this.queues.dequeueFrom(name)
           this.afterDequeue()
@@ -367,6 +378,7 @@ export class PoolAdmission {
         this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
+      floorOwedTokens: this.queues.floorState(),
       ttftMargin: Object.fromEntries(
         [...this.ttft].map(([k, v]) => [k, Math.round(v.margin.value * 1000) / 1000]),
       ),

@@ -172,8 +172,15 @@ const sloSchema = z.strictObject({
 })
 
 export const classSchema = z.strictObject({
-  /** Lower runs first. Between classes: strict priority with aging. */
+  /** Lower runs first. Between classes: strict priority, above each class's floor (min_share). */
   priority: nonNegativeInt,
+  /**
+   * The floor: the share (0..1) of the pool's prefill work (prompt tokens dispatched) this
+   * class gets while it has requests queued, ahead of the classes above it. Work-conserving:
+   * a share unused goes to the others. 0: nothing while a class above has work. The classes'
+   * shares sum to at most 1.
+   */
+  min_share: z.number().min(0).max(1).default(0),
   slo: sloSchema,
   /** Most requests of this class waiting in one pool's queue. */
   queue_limit: positiveInt.default(1_000),
@@ -201,6 +208,7 @@ export const BUILTIN_CLASSES = {
     priority: 0,
     slo: { ttft_ms: 500, tpot_ms: 50 },
     max_queue_wait_ms: 5_000,
+    min_share: 0,
     max_kv_usage: 0.8,
     reject_on_ttft: true,
     degrade: [{ action: 'cap_max_tokens', max_tokens: 512 }, { action: 'demote_to_batch' }],
@@ -210,6 +218,7 @@ export const BUILTIN_CLASSES = {
     slo: { e2e_ms: 30 * 60_000 },
     queue_limit: 10_000,
     max_queue_wait_ms: 25 * 60_000,
+    min_share: 0.05,
     max_kv_usage: 0.7,
     reject_on_ttft: false,
   },
@@ -249,6 +258,18 @@ export function parseClasses(user: Record<string, unknown>): {
     else if (!r.success)
       for (const issue of r.error.issues) issues.push({ ...issue, path: [name, ...issue.path] })
   }
+  const floors = Object.entries(classes).filter(([, c]) => c.min_share > 0)
+  const shares = floors.reduce((sum, [, c]) => sum + c.min_share, 0)
+  // a little slack for shares written in decimals (0.7 + 0.2 + 0.1)
+  if (shares > 1 + 1e-9) {
+    const each = floors.map(([name, c]) => `${name} ${c.min_share}`).join(', ')
+    issues.push({
+      code: 'custom',
+      path: [],
+      message: `the classes' min_share sum to ${Math.round(shares * 1000) / 1000} (${each}): expected at most 1; lower them`,
+      input: user,
+    })
+  }
   return { classes, issues }
 }
 
@@ -272,8 +293,11 @@ const admissionSchema = z.strictObject({
    * `margin` while fewer do. 0: a fixed margin.
    */
   ttft_miss_target: z.number().min(0).max(0.5).default(0.005),
-  /** A lower-priority class whose oldest request waited this long is served next (no starvation). */
-  aging_ms: positiveInt.default(10_000),
+  /**
+   * What a class's floor (classes.<name>.min_share) remembers: what it is owed, or took
+   * beyond its share, is bounded by its share of the prompt tokens dispatched in this window.
+   */
+  min_share_window_ms: positiveInt.default(5_000),
   /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
   max_server_waiting: nonNegativeInt.default(0),
   /**

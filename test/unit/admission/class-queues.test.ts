@@ -21,9 +21,9 @@ const BATCH: QueueClass = {
   maxQueueWaitMs: 1_800_000,
 }
 
-function setup(classes: QueueClass[] = [BATCH, INTERACTIVE], agingMs?: number) {
+function setup(classes: QueueClass[] = [BATCH, INTERACTIVE]) {
   const clock = new ManualClock(1000)
-  const q = new ClassQueues<Item>(agingMs === undefined ? { classes, clock } : { classes, clock, agingMs })
+  const q = new ClassQueues<Item>({ classes, clock })
   return { clock, q }
 }
 
@@ -60,30 +60,61 @@ describe('ClassQueues', () => {
     expect(q.size).toBe(0)
   })
 
-  it('lets a starving batch item through ahead of interactive once, then strict priority resumes', () => {
-    const { clock, q } = setup([INTERACTIVE, BATCH], 10_000)
+  it('lets batch (min share 0.2) ahead of interactive once it has earned its next item, then strict priority resumes', () => {
+    const { q } = setup([INTERACTIVE, { ...BATCH, minShare: 0.2 }])
+    for (let i = 1; i <= 10; i++) q.enqueue({ id: `i${i}` }, req('interactive'))
     q.enqueue({ id: 'b1' }, req('batch'))
     q.enqueue({ id: 'b2' }, req('batch'))
-    clock.advance(9_999)
-    q.enqueue({ id: 'i1' }, req('interactive'))
-    expect(q.classesInOrder()).toEqual(['interactive', 'batch']) // not yet aged
-    clock.advance(1)
-    q.enqueue({ id: 'i2' }, req('interactive'))
-    q.enqueue({ id: 'i3' }, req('interactive'))
-    expect(q.classesInOrder()).toEqual(['batch', 'interactive'])
-    expect(q.peek()?.item.id).toBe('b1')
-    expect(q.dequeue()).toEqual({ item: { id: 'b1' }, class: 'batch', waitedMs: 10_000 })
-    // b2 has waited as long, but batch was just served: interactive goes first again.
-    expect(q.classesInOrder()).toEqual(['interactive', 'batch'])
-    expect(q.dequeue()?.item.id).toBe('i1')
-    expect(q.dequeue()?.item.id).toBe('i2')
-    // Another aging window later, batch jumps ahead once more.
-    clock.advance(10_000)
-    q.enqueue({ id: 'i4' }, req('interactive'))
-    expect(q.dequeue()?.item.id).toBe('b2')
-    expect(q.dequeue()?.item.id).toBe('i3')
-    expect(q.dequeue()?.item.id).toBe('i4')
+    expect(q.underFloor('batch')).toBe(false) // nothing dispatched yet: nothing owed
+    // 0.2 of each 100-token interactive dispatch: b1 (100 tokens, 80 net of its own share) after four
+    const order = Array.from({ length: 12 }, () => q.dequeue()?.item.id)
+    expect(order).toEqual(['i1', 'i2', 'i3', 'i4', 'b1', 'i5', 'i6', 'i7', 'i8', 'b2', 'i9', 'i10'])
     expect(q.dequeue()).toBeUndefined()
+  })
+
+  it('gives a class of min share 0 nothing while a class above it has work', () => {
+    const { q } = setup([INTERACTIVE, BATCH])
+    for (let i = 0; i < 100; i++) q.enqueue({ id: `i${i}` }, req('interactive'))
+    q.enqueue({ id: 'b' }, req('batch'))
+    for (let i = 0; i < 100; i++) {
+      expect(q.underFloor('batch')).toBe(false)
+      expect(q.dequeue()?.class).toBe('interactive')
+    }
+    expect(q.dequeue()?.item.id).toBe('b')
+  })
+
+  it('counts work dispatched around the queues into the floors of the classes waiting', () => {
+    const { q } = setup([INTERACTIVE, { ...BATCH, minShare: 0.5 }])
+    q.enqueue({ id: 'b1' }, req('batch'))
+    q.enqueue({ id: 'i1' }, req('interactive'))
+    expect(q.classesInOrder()).toEqual(['interactive', 'batch'])
+    q.recordDispatch('interactive', 100) // placed at once while b1 waited
+    expect(q.underFloor('batch')).toBe(true)
+    expect(q.classesInOrder()).toEqual(['batch', 'interactive'])
+    expect(q.floorState()).toEqual({ batch: 50 })
+    expect(q.dequeue()?.item.id).toBe('b1')
+    expect(q.floorState()).toEqual({ batch: 0 }) // its queue emptied: nothing owed, nothing banked
+  })
+
+  it('refuses min shares outside [0, 1] or summing past 1', () => {
+    const clock = new ManualClock()
+    expect(() => new ClassQueues({ classes: [{ ...BATCH, minShare: 1.5 }], clock })).toThrow(/\[0, 1\]/)
+    expect(
+      () =>
+        new ClassQueues({
+          classes: [
+            { ...INTERACTIVE, minShare: 0.6 },
+            { ...BATCH, minShare: 0.5 },
+          ],
+          clock,
+        }),
+    ).toThrow(/sum to 1.1/)
+    const ok = [
+      { ...INTERACTIVE, minShare: 0.7 },
+      { ...BATCH, name: 'b', minShare: 0.2 },
+      { ...BATCH, minShare: 0.1 },
+    ]
+    expect(() => new ClassQueues({ classes: ok, clock })).not.toThrow()
   })
 
   it('lets the dispatcher skip a class with peekClass/dequeueFrom', () => {
@@ -183,12 +214,26 @@ describe('ClassQueues', () => {
   it('returns every counter to zero after 1,000 random operations (reference model)', () => {
     const classes: QueueClass[] = [
       { name: 'interactive', priority: 0, queueLimit: 40, queueLimitBytes: 4000, maxQueueWaitMs: 5_000 },
-      { name: 'standard', priority: 5, queueLimit: 30, queueLimitBytes: 3000, maxQueueWaitMs: 20_000 },
-      { name: 'batch', priority: 10, queueLimit: 50, queueLimitBytes: 5000, maxQueueWaitMs: 60_000 },
+      {
+        name: 'standard',
+        priority: 5,
+        queueLimit: 30,
+        queueLimitBytes: 3000,
+        maxQueueWaitMs: 20_000,
+        minShare: 0.1,
+      },
+      {
+        name: 'batch',
+        priority: 10,
+        queueLimit: 50,
+        queueLimitBytes: 5000,
+        maxQueueWaitMs: 60_000,
+        minShare: 0.05,
+      },
     ]
     const names = classes.map((c) => c.name)
     const prio = new Map(classes.map((c) => [c.name, c.priority]))
-    const { clock, q } = setup(classes, 3_000)
+    const { clock, q } = setup(classes)
     const r = rng(2024)
     interface Ref {
       item: Item

@@ -135,6 +135,42 @@ describe('PoolAdmission', () => {
     pa.close()
   })
 
+  it('lets a class served under its floor past a decode guard the classes above keep closed', () => {
+    dispatched = []
+    const pool = new FakePool()
+    pool.slots = 2
+    const clock = new ManualClock()
+    const floored = configSchema.parse({ classes: { batch: { min_share: 0.5 } } })
+    const pa = new PoolAdmission(pool, floored.classes, floored.admission, clock)
+    const far = clock.now() + 60_000
+    const first = item('i0', 'interactive', 't')
+    place(pa, first, 't', 1, far)
+    const lease = first.granted as Lease
+    lease.prefilled?.(first.ticket)
+    const decode = (gapMs: number, windows: number) => {
+      for (let i = 0; i <= Math.ceil((200 * windows) / gapMs); i++) {
+        clock.advance(gapMs)
+        lease.tokenGap?.(first.ticket, gapMs, clock.now())
+      }
+    }
+    decode(80, 1) // over interactive's 50 ms x 0.9: the guard closes, for batch too
+    place(pa, item('b0', 'batch', 't'), 't', 1, far)
+    place(pa, item('i1', 'interactive', 't'), 't', 1, far)
+    pa.pump()
+    expect(dispatched.map((d) => d.name)).toEqual(['i0'])
+    decode(30, 1) // the guard opens: i1 takes the last slot, while b0 waits (half of it owed to b0)
+    pa.pump()
+    expect(dispatched.map((d) => d.name)).toEqual(['i0', 'i1'])
+    ;(dispatched[1]!.granted as Lease).prefilled?.(dispatched[1]!.ticket)
+    decode(80, 2) // closed again
+    place(pa, item('i2', 'interactive', 't'), 't', 1, far)
+    expect(pa.state()).toMatchObject({ floorOwedTokens: { batch: 50 } })
+    lease.ended(first.ticket, 'ok') // a slot frees: batch is due, and goes past the closed guard
+    pa.pump()
+    expect(dispatched.map((d) => d.name)).toEqual(['i0', 'i1', 'b0'])
+    pa.close()
+  })
+
   it('sheds a queued request at its deadline with queue_timeout, not later', async () => {
     const { pa } = setup(1)
     place(pa, item('run', 'interactive', 't'), 't', 1, systemClock.now() + 60_000)
