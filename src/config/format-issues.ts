@@ -1,12 +1,14 @@
 /**
  * Turns schema issues into messages an operator can act on:
  * `backends.pools[0].endpoints[1]: expected an http(s) URL, got 'localhost'`. A message
- * names the rule (the schema's own wording where it has one), not the validator, and
- * suggests the nearest key or value for a misspelling.
+ * names the rule (the schema's own wording where it has one), not the validator,
+ * suggests the nearest key or value for a misspelling, and names what replaced a retired
+ * key.
  */
 import type { z } from 'zod'
 import { isRecord } from '../is-record.js'
 import { configKeyPaths } from './key-paths.js'
+import { retiredKey } from './retired-keys.js'
 import { nearest } from './suggest.js'
 
 export type Path = readonly PropertyKey[]
@@ -120,6 +122,8 @@ export function describeIssue(issue: z.core.$ZodIssue): Problem[] {
   if (issue.code === 'unrecognized_keys') {
     const known = keysUnder(path)
     return issue.keys.map((key) => {
+      const retired = retiredKey(path, key)
+      if (retired !== undefined) return { path, at: [...path, key], message: `'${key}' was ${retired}` }
       const near = didYouMean(key, known)
       const hint = near !== '' ? near : ` (${formatPath(path)} takes: ${known.join(', ')})`
       return { path, at: [...path, key], message: `unknown key '${key}'${hint}` }

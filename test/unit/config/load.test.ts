@@ -77,6 +77,25 @@ describe('loadConfig', () => {
     )
   })
 
+  it('gives batch a floor of 0.05 and interactive none; refuses shares summing past 1', () => {
+    const { config } = loadConfig(undefined)
+    expect(config.classes.batch?.min_share).toBe(0.05)
+    expect(config.classes.interactive?.min_share).toBe(0)
+    expect(config.admission.min_share_window_ms).toBe(5_000)
+    const bulk = ['priority=2', 'slo={}', 'max_kv_usage=0.5', 'reject_on_ttft=false', 'min_share=0.96']
+    expect(problems(() => loadConfig(undefined, { sets: bulk.map((s) => `classes.bulk.${s}`) }))).toEqual([
+      "--set classes.bulk.min_share=0.96: classes: the classes' min_share sum to 1.01 (batch 0.05, bulk 0.96): expected at most 1; lower them",
+    ])
+    const sets = ['classes.interactive.min_share=0.7', 'classes.batch.min_share=0.3']
+    expect(loadConfig(undefined, { sets }).config.classes.batch?.min_share).toBe(0.3) // exactly 1 is fine
+  })
+
+  it('refuses admission.aging_ms, naming what replaced it', () => {
+    expect(problems(() => loadConfig(undefined, { sets: ['admission.aging_ms=10000'] }))).toEqual([
+      "--set admission.aging_ms=10000: admission: 'aging_ms' was replaced by classes.<name>.min_share, the share (0..1) of the prompt tokens a pool dispatches that a class gets while it has requests queued (batch: 0.05 by default); remove aging_ms",
+    ])
+  })
+
   it('refuses duplicate pool names, a model served twice and equal ports', () => {
     const p = problems(() =>
       loadConfig(undefined, {
