@@ -3,7 +3,7 @@
  * every streamed token) never shares an event loop with what it measures:
  *
  *   node --import tsx bench/admission-child.ts sim --profile P --scale S --seed N
- *   node --import tsx bench/admission-child.ts gateway --sim URL --model M --scale S
+ *   node --import tsx bench/admission-child.ts gateway --sim URL --model M --scale S [--min-share X]
  *
  * `sim`: one simulated replica (startSim), plus a small stats listener for the bench:
  * GET /stats = { busyMs (sum of the engine's step durations, wall ms), running, waiting,
@@ -11,7 +11,7 @@
  *
  * `gateway`: createRuntime (admission, telemetry, scrapers: the product as shipped) with one
  * pool on the simulator, SLOs, queue waits, the floor's window and the estimator's priors multiplied by the
- * time scale (the shipped defaults otherwise).
+ * time scale (the shipped defaults otherwise); `--min-share`: batch's floor (default: the shipped one).
  *
  * Each prints one line `ADMISSION-CHILD {json}` with its URLs when it listens, and stops on
  * SIGTERM.
@@ -27,7 +27,7 @@ import { startSim } from '../src/sim/index.js'
 export const READY_PREFIX = 'ADMISSION-CHILD '
 
 /** The gateway's config for a simulator at `scale`: every time constant × scale. */
-export function gatewayConfig(simUrl: string, model: string, scale: number) {
+export function gatewayConfig(simUrl: string, model: string, scale: number, batchMinShare?: number) {
   const base = configSchema.parse({})
   const cls = base.classes
   const interactive = cls.interactive
@@ -58,6 +58,7 @@ export function gatewayConfig(simUrl: string, model: string, scale: number) {
       batch: {
         slo: { e2e_ms: times(batch.slo.e2e_ms) },
         max_queue_wait_ms: times(batch.max_queue_wait_ms),
+        min_share: batchMinShare ?? batch.min_share,
       },
     },
     admission: {
@@ -111,8 +112,8 @@ async function runSim(profile: string, scale: number, seed: number): Promise<voi
   process.once('SIGINT', stop)
 }
 
-async function runGateway(simUrl: string, model: string, scale: number): Promise<void> {
-  const config = gatewayConfig(simUrl, model, scale)
+async function runGateway(simUrl: string, model: string, scale: number, minShare?: number): Promise<void> {
+  const config = gatewayConfig(simUrl, model, scale, minShare)
   const runtime = await createRuntime(config, createLogger('warn'))
   const { app, admin } = runtime.apps
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -142,6 +143,7 @@ async function main(): Promise<void> {
       seed: { type: 'string', default: '1' },
       sim: { type: 'string' },
       model: { type: 'string' },
+      'min-share': { type: 'string' },
     },
   })
   const scale = Number(values.scale)
@@ -149,7 +151,10 @@ async function main(): Promise<void> {
   if (positionals[0] === 'sim') return runSim(values.profile, scale, Number(values.seed))
   if (positionals[0] === 'gateway') {
     if (values.sim === undefined || values.model === undefined) throw new Error('gateway: --sim and --model')
-    return runGateway(values.sim, values.model, scale)
+    const share = values['min-share'] === undefined ? undefined : Number(values['min-share'])
+    if (share !== undefined && !(share >= 0 && share <= 1))
+      throw new Error(`--min-share: expected a number in [0, 1], got ${values['min-share']}`)
+    return runGateway(values.sim, values.model, scale, share)
   }
   throw new Error('usage: admission-child.ts sim|gateway [options]')
 }

@@ -1,9 +1,10 @@
 /**
- * `npm run bench:admission [-- --quick] [-- --config FILE] [-- --out FILE] [-- --scale X]`
+ * `npm run bench:admission [-- --quick] [-- --config FILE] [-- --out FILE] [-- --scale X] [-- --floors LIST]`
  *
  * Admission control under load: the same seeded workload (interactive chat at 0.5×, 1×, 2×,
  * 4× the simulator's interactive capacity, plus a batch flood) against (a) the simulator
- * directly and (b) the simulator through the gateway, time-scaled. Writes
+ * directly and (b) the simulator through the gateway, time-scaled; with `--floors`, also (c) the
+ * gateway once per value of batch's min_share (bench/admission-floor.ts). Writes
  * reports/admission.md and prints it; progress goes to stderr. Benchmarks report; they
  * never assert.
  */
@@ -24,6 +25,7 @@ import {
   estimatorSection,
   referenceSection,
 } from './admission-diagnosis.js'
+import { type FloorRun, floorSection, parseFloors, runFloors } from './admission-floor.js'
 import { estimatorError, segmentMetrics, segmentSummary } from './admission-metrics.js'
 import { type LevelResult, resultsSection, targetsSection } from './admission-report.js'
 import {
@@ -48,7 +50,9 @@ const USAGE = `Usage: npm run bench:admission -- [options]
   --scale X       time scale (default: the file's time_scale)
   --out FILE      report file (default reports/admission.md)
   --raw FILE      also write every request's outcome as JSON lines (wall ms)
-  --only PATH     run only one path: direct or gateway
+  --only PATH     run only one path: direct, gateway or floors
+  --floors LIST   also run the gateway once per batch min_share in LIST (e.g. 0,0.05,0.2) and
+                  report what batch gets and what interactive pays for it, per level
   --batch-load X  batch flood as a multiple of batch saturation (default: the file's batch.load; 0 = none)
   -h, --help      this help
 `
@@ -66,6 +70,7 @@ async function main(): Promise<void> {
       out: { type: 'string', default: join(ROOT, 'reports/admission.md') },
       raw: { type: 'string' },
       only: { type: 'string' },
+      floors: { type: 'string' },
       'batch-load': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -77,9 +82,13 @@ async function main(): Promise<void> {
   const file = loadBenchFile(values.config)
   const scale = values.scale === undefined ? file.time_scale : Number(values.scale)
   if (!(scale > 0)) throw new RangeError(`--scale: expected a positive number, got '${values.scale}'`)
-  if (values.only !== undefined && values.only !== 'direct' && values.only !== 'gateway')
-    throw new RangeError(`--only: expected direct or gateway, got '${values.only}'`)
-  const paths = values.only === undefined ? ['direct', 'gateway'] : [values.only]
+  if (values.only !== undefined && !['direct', 'gateway', 'floors'].includes(values.only))
+    throw new RangeError(`--only: expected direct, gateway or floors, got '${values.only}'`)
+  const minShares = parseFloors(values.floors ?? '0,0.05,0.2')
+  const paths =
+    values.only === undefined
+      ? ['direct', 'gateway', ...(values.floors === undefined ? [] : ['floors'])]
+      : [values.only]
   const spec = workloadSpec(file)
   const profile = loadProfile(file.profile)
   const w = values.quick ? file.run.quick : file.run.full
@@ -256,6 +265,24 @@ async function main(): Promise<void> {
       if (!(await waitIdle(viaGateway.probes, 120_000))) log('warning: not idle 120 s after the gateway run')
     }
 
+    // (c) the floor sweep: the gateway's run once per batch min_share, each gateway a process of its own
+    let floors: FloorRun[] = []
+    if (paths.includes('floors')) {
+      floors = await runFloors({
+        minShares,
+        simUrl: sim.info.url as string,
+        simStatsUrl,
+        model,
+        scale,
+        segments: [warmup(w.warmup_s * 1000), ...file.levels.map((x) => level(x))],
+        levels: file.levels,
+        slos,
+        log,
+        stopping: () => stopping,
+        children,
+      })
+    }
+
     const levels = [...results.values()]
     const pooled = estimatorError(
       levels.flatMap((l) => [...(l.runs.gateway?.perClass.interactive.estimator.signed ?? [])]),
@@ -278,6 +305,7 @@ async function main(): Promise<void> {
     targetsSection(report, levels, cap, slo, pooled, batchAlone)
     diagnosisSection(report, levels, slo, scale)
     resultsSection(report, levels, cap)
+    if (floors.length > 0) floorSection(report, floors, file.levels)
     referenceSection(report, reference, cap)
     estimatorSection(report, levels, scale)
     calibrationSection(report, stateBefore, stateAfter)
