@@ -18,6 +18,10 @@ export interface BackendLoad {
   kvUsage?: number
   /** KV cache capacity in tokens (blocks x block size), when the engine reports it. */
   kvCapacityTokens?: number
+  /** Tokens per KV block (the prefix cache's unit), when the engine reports it. */
+  blockSize?: number
+  /** Whether the engine caches prompt prefixes, when it says (vLLM's enable_prefix_caching). */
+  prefixCaching?: boolean
   /** Monotonic counters, when reported. */
   preemptionsTotal?: number
   prefixCacheQueriesTotal?: number

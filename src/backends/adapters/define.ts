@@ -14,6 +14,8 @@ export interface LoadFields {
   running: number | undefined
   kvUsage?: number | undefined
   kvCapacityTokens?: number | undefined
+  blockSize?: number | undefined
+  prefixCaching?: boolean | undefined
   preemptionsTotal?: number | undefined
   prefixCacheQueriesTotal?: number | undefined
   prefixCacheHitsTotal?: number | undefined
@@ -44,6 +46,8 @@ function toLoad(f: LoadFields): BackendLoad | undefined {
   const load: BackendLoad = { waiting: f.waiting, running: f.running }
   if (f.kvUsage !== undefined) load.kvUsage = f.kvUsage
   if (f.kvCapacityTokens !== undefined) load.kvCapacityTokens = f.kvCapacityTokens
+  if (f.blockSize !== undefined) load.blockSize = f.blockSize
+  if (f.prefixCaching !== undefined) load.prefixCaching = f.prefixCaching
   if (f.preemptionsTotal !== undefined) load.preemptionsTotal = f.preemptionsTotal
   if (f.prefixCacheQueriesTotal !== undefined) load.prefixCacheQueriesTotal = f.prefixCacheQueriesTotal
   if (f.prefixCacheHitsTotal !== undefined) load.prefixCacheHitsTotal = f.prefixCacheHitsTotal

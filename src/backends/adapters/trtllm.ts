@@ -7,6 +7,7 @@
  *    - waiting = sum `trtllm_num_requests_waiting`, running = sum `trtllm_num_requests_running`
  *    - kvUsage = mean `trtllm_kv_cache_utilization`
  *    - kvCapacityTokens = sum `trtllm_kv_cache_max_blocks` x mean `trtllm_kv_cache_tokens_per_block`
+ *    - blockSize = mean `trtllm_kv_cache_tokens_per_block`
  *    - prefix cache in blocks: hits = `trtllm_kv_cache_reused_blocks_total`,
  *      queries = reused + `trtllm_kv_cache_missed_blocks_total`
  * 2. The JSON iteration stats of `/metrics` (older releases): an array of per-iteration
@@ -73,6 +74,7 @@ export const trtllmAdapter = defineAdapter({
       kvUsage: ratio(meanOf(t, KV)),
       kvCapacityTokens:
         blocks !== undefined && perBlock !== undefined && blocks > 0 ? blocks * perBlock : undefined,
+      blockSize: perBlock !== undefined && perBlock > 0 ? perBlock : undefined,
       prefixCacheHitsTotal: reused,
       prefixCacheQueriesTotal: reused !== undefined && missed !== undefined ? reused + missed : undefined,
     }

@@ -5,11 +5,12 @@
  *   (swapped requests were preempted to CPU and wait to resume, ahead of new ones)
  * - running  = sum `vllm:num_requests_running`
  * - kvUsage  = mean `vllm:gpu_cache_usage_perc`
- * - kvCapacityTokens from `vllm:cache_config_info` (num_gpu_blocks x block_size)
+ * - kvCapacityTokens from `vllm:cache_config_info` (num_gpu_blocks x block_size), and its
+ *   blockSize and prefixCaching (`enable_prefix_caching`)
  * - preemptionsTotal = sum `vllm:num_preemptions_total`
  * Not given: prefix cache counters (V0 only has a hit-rate gauge).
  */
-import { cacheConfigCapacity } from './cache-config.js'
+import { cacheConfigBlocks, cacheConfigCapacity } from './cache-config.js'
 import { defineAdapter } from './define.js'
 import { meanOf, ratio, sumOf } from './select.js'
 
@@ -32,6 +33,8 @@ export const vllmV0Adapter = defineAdapter({
       running: sumOf(t, RUNNING),
       kvUsage: ratio(meanOf(t, KV)),
       kvCapacityTokens: cacheConfigCapacity(t, CACHE_CONFIG),
+      ...cacheConfigBlocks(t, CACHE_CONFIG),
+      ...cacheConfigBlocks(t, CACHE_CONFIG),
       preemptionsTotal: sumOf(t, PREEMPTIONS),
     }
   },

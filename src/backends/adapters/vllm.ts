@@ -5,13 +5,13 @@
  * - waiting  = sum `vllm:num_requests_waiting`
  * - running  = sum `vllm:num_requests_running`
  * - kvUsage  = mean `vllm:kv_cache_usage_perc` (0..1; `vllm:gpu_cache_usage_perc` before 0.9)
- * - kvCapacityTokens from `vllm:cache_config_info` (see cache-config.ts)
+ * - kvCapacityTokens, blockSize, prefixCaching from `vllm:cache_config_info` (see cache-config.ts)
  * - preemptionsTotal = sum `vllm:num_preemptions_total`
  * - prefix cache = `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total`
  *   (`vllm:gpu_prefix_cache_*` before 0.9), in tokens.
  * Gives every BackendLoad field.
  */
-import { cacheConfigCapacity } from './cache-config.js'
+import { cacheConfigBlocks, cacheConfigCapacity } from './cache-config.js'
 import { defineAdapter } from './define.js'
 import { meanOf, ratio, sumOf } from './select.js'
 
@@ -33,6 +33,7 @@ export const vllmAdapter = defineAdapter({
     running: sumOf(t, RUNNING),
     kvUsage: ratio(meanOf(t, KV)),
     kvCapacityTokens: cacheConfigCapacity(t, CACHE_CONFIG),
+    ...cacheConfigBlocks(t, CACHE_CONFIG),
     preemptionsTotal: sumOf(t, PREEMPTIONS),
     prefixCacheQueriesTotal: sumOf(t, PREFIX_QUERIES),
     prefixCacheHitsTotal: sumOf(t, PREFIX_HITS),

@@ -9,6 +9,7 @@ describe('trtllm adapter', () => {
       running: 64,
       kvUsage: 0.7734375,
       kvCapacityTokens: 5120 * 32,
+      blockSize: 32,
       prefixCacheHitsTotal: 1500,
       prefixCacheQueriesTotal: 6000,
     })

@@ -9,6 +9,8 @@ describe('vllm-v0 adapter', () => {
       running: 31,
       kvUsage: 0.9171,
       kvCapacityTokens: 27_000 * 16,
+      blockSize: 16,
+      prefixCaching: false,
       preemptionsTotal: 14,
     })
     expect(vllmV0Adapter.unsupported).toContain('prefixCache')

@@ -9,6 +9,8 @@ describe('vllm (V1) adapter', () => {
       running: 20,
       kvUsage: 0.5,
       kvCapacityTokens: 2 * 81767 * 16,
+      blockSize: 16,
+      prefixCaching: true,
       preemptionsTotal: 7,
       prefixCacheQueriesTotal: 200_000,
       prefixCacheHitsTotal: 80_000,
@@ -22,6 +24,7 @@ describe('vllm (V1) adapter', () => {
       running: 6,
       kvUsage: expect.closeTo(0.2, 10),
       kvCapacityTokens: 50_000, // the second series says None: not a number, not zero
+      blockSize: 16, // enable_prefix_caching not said: prefixCaching left out
     })
   })
 
