@@ -11,6 +11,7 @@ import type { Clock } from '../clock.js'
 import type { GatewayConfig, PoolConfig } from '../config/schema.js'
 import { sameFamily, sniffEngine } from './adapters/sniff.js'
 import { Breaker } from './breaker.js'
+import { EndpointPrefixCache } from './endpoint-prefix-cache.js'
 import { Ledger, type LedgerEntryHandle } from './ledger.js'
 import { correctLoad } from './load-correction.js'
 import { FROZEN_GRACE_MIN_MS, LoadState } from './load-state.js'
@@ -66,6 +67,8 @@ export class PoolEndpoint implements Endpoint {
   readonly dispatcher: Pool
   readonly headersTimeoutMs: number
   readonly breaker: Breaker
+  /** What the gateway sent here recently, as this server's prefix cache is expected to hold it. */
+  readonly prefixCache: EndpointPrefixCache
   private readonly ledger = new Ledger()
   private readonly scrapeClient: Client
   private readonly scraper: Scraper
@@ -97,6 +100,7 @@ export class PoolEndpoint implements Endpoint {
       bodyTimeout: scrapeTimeout,
     })
     this.breaker = new Breaker(deps.clock, deps.pool.ejection)
+    this.prefixCache = new EndpointPrefixCache(deps.pool.capacity.kv_tokens)
     const p = deps.pool
     this.state = new LoadState(
       deps.adapter,
@@ -174,6 +178,7 @@ export class PoolEndpoint implements Endpoint {
         ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
         ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
       },
+      prefixCache: this.prefixCache,
     }
   }
 
@@ -260,6 +265,8 @@ export class PoolEndpoint implements Endpoint {
     this.deps.onChange?.()
     if (verdict === 'fresh') {
       this.ledger.applyScrape(ticket)
+      if (this.state.load !== undefined)
+        this.prefixCache.scraped(this.state.load, this.deps.pool.capacity.kv_tokens)
       this.breaker.onScrapeOk()
       if (before !== undefined && !before.ok) this.deps.logger?.info(log, 'backend metrics back')
       return
@@ -308,6 +315,7 @@ export class PoolEndpoint implements Endpoint {
       },
       breaker: this.breaker.snapshot(),
       ledger: this.ledger.snapshot(),
+      prefixCache: this.prefixCache.state(),
       draining: this.leaving,
     }
   }

@@ -5,6 +5,7 @@
 import type { Dispatcher } from 'undici'
 import type { EngineName, PoolConfig } from '../config/schema.js'
 import type { EndpointResult, ExchangeObserver } from '../exchange.js'
+import type { PrefixCacheModel } from './prefix-index.js'
 
 export type { EndpointResult }
 
@@ -67,6 +68,8 @@ export interface Endpoint {
   readonly loadAt: number | undefined
   /** The load as the gateway believes it is now: last scrape corrected by the ledger. */
   effectiveLoad?(): EffectiveLoad
+  /** What the gateway remembers sending here, for its prefix cache (prefix-index.ts); optional for stand-ins. */
+  readonly prefixCache?: PrefixCacheModel
 }
 
 /**
@@ -95,6 +98,8 @@ export interface EndpointView {
   readonly effective: EffectiveLoad
   /** Capacity hints from the pool config (max_num_seqs, kv_tokens). */
   readonly capacity: { readonly maxNumSeqs?: number; readonly kvTokens?: number }
+  /** The endpoint's prefix cache as the gateway models it (absent for stand-ins). */
+  readonly prefixCache?: PrefixCacheModel
 }
 
 /**
