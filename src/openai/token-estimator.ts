@@ -11,7 +11,7 @@
 import type { ExchangeObserver } from '../exchange.js'
 import type { Ticket } from '../ticket.js'
 
-const INITIAL_CHARS_PER_TOKEN = 4
+export const INITIAL_CHARS_PER_TOKEN = 4
 /** Weight of one new observation in the moving average. */
 const ALPHA = 0.05
 const MIN_RATIO = 1
