@@ -9,13 +9,14 @@
  *      re-predicting after each step; else refuse with 503 and an honest Retry-After.
  *      A class that may not be refused for TTFT (batch) is queued until its deadline.
  */
+import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import { objectivesFor, tenantObjectives } from '../objectives.js'
 import type { JsonBody } from '../openai/request-fields.js'
-import type { TokenEstimator } from '../openai/token-estimator.js'
+import { INITIAL_CHARS_PER_TOKEN, type TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
 import { classify } from './classify.js'
 import { applyStep } from './degrade/registry.js'
@@ -49,6 +50,8 @@ export type Decision =
       readonly promptTokens: number
       readonly kvTokens: number
       readonly prediction: Prediction
+      /** Its prompt's blocks, when the pool is prefix-aware (recorded where it is dispatched). */
+      readonly blocks: PromptBlocks | undefined
     }
 
 export class Admission implements AdmissionControl {
@@ -126,7 +129,7 @@ export class Admission implements AdmissionControl {
       tenantWeight: ticket.tenantWeight,
     })
     if (d.kind === 'reject') return d.error
-    const w = new Waiting(ticket, d.className, d.promptTokens, d.kvTokens, d.prediction)
+    const w = new Waiting(ticket, d.className, d.promptTokens, d.kvTokens, d.prediction, d.blocks)
     return d.poolAdmission.place(w, ticket.tenant, d.weight, d.deadline)
   }
 
@@ -155,7 +158,13 @@ export class Admission implements AdmissionControl {
     let pa = this.poolAdmission(req.pool)
     let budget = pa.ttftBudget(className, slo)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
-    let { prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens)
+    let blocks = this.blocksFor(pa, t, body)
+    let {
+      prediction: p,
+      usable,
+      kvBlocked,
+      leastComputeTokens,
+    } = pa.predict(className, promptTokens, kvTokens, blocks)
     if (usable === 0) return this.noBackend(t, req.pool)
     const steps = cls.reject_on_ttft ? cls.degrade : []
     for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
@@ -173,17 +182,29 @@ export class Admission implements AdmissionControl {
         t.slo = objectives
         slo = objectives.ttft_ms
         budget = pa.ttftBudget(className, slo)
-        ;({ prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens))
+        ;({
+          prediction: p,
+          usable,
+          kvBlocked,
+          leastComputeTokens,
+        } = pa.predict(className, promptTokens, kvTokens, blocks))
         if (usable === 0) return this.noBackend(t, req.pool)
         // the rest of the ladder is the interactive class's: the demoted request is done with it
         break
       }
       if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) continue
       t.degraded.push(step.action)
+      const before = pa
       pa = this.poolAdmission(req.pool)
+      if (pa !== before) blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
       budget = pa.ttftBudget(className, slo)
       kvTokens = promptTokens + req.choices * req.expectedOutput
-      ;({ prediction: p, usable, kvBlocked } = pa.predict(className, promptTokens, kvTokens))
+      ;({
+        prediction: p,
+        usable,
+        kvBlocked,
+        leastComputeTokens,
+      } = pa.predict(className, promptTokens, kvTokens, blocks))
       if (usable === 0) return this.noBackend(t, req.pool)
     }
     t.predictedTtftMs = p.totalMs
@@ -196,9 +217,10 @@ export class Admission implements AdmissionControl {
       t.expectedOutputTokens = req.expectedOutput
     }
     if (cls.reject_on_ttft && p.totalMs > budget) {
-      // Its prompt alone is too long for the objective, even on an idle server: no wait
-      // helps (and it is never let in as a probe, which would only fail at the server).
-      const idleMs = pa.unreachableMs(className, promptTokens, slo)
+      // Its prompt alone is too long for the objective, even on an idle server (holding as
+      // much of it cached as any endpoint is expected to): no wait helps (and it is never
+      // let in as a probe, which would only fail at the server).
+      const idleMs = pa.unreachableMs(className, leastComputeTokens, slo)
       if (idleMs !== undefined) {
         const error = new GatewayError('GW_ERR_TTFT_UNREACHABLE', {
           class: className,
@@ -235,7 +257,14 @@ export class Admission implements AdmissionControl {
       promptTokens,
       kvTokens,
       prediction: p,
+      blocks,
     }
+  }
+
+  /** The prompt's blocks for `pa`'s prefix index, cut at the model's characters per token. */
+  private blocksFor(pa: PoolAdmission, t: Ticket, body: JsonBody): PromptBlocks | undefined {
+    const cpt = this.tokens?.charsPerToken(t.model ?? '') ?? INITIAL_CHARS_PER_TOKEN
+    return pa.prefix.blocksFor(body, t, cpt, pa.pool.endpoints())
   }
 
   private noBackend(t: Ticket, pool: BackendPool): Decision {

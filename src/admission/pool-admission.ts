@@ -6,6 +6,7 @@
  * the head's class. It runs when something can have changed: a request arrives, a request
  * ends (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
  */
+import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { BackendPool, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
@@ -14,6 +15,7 @@ import { ClassQueues } from './class-queues.js'
 import type { Admitted } from './face.js'
 import { EndpointGates } from './gate.js'
 import { TtftMargin } from './margin.js'
+import { PrefixAwareness } from './prefix-awareness.js'
 import { RunningRequests } from './running.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 import { AdmittedLease, Waiting } from './waiting.js'
@@ -25,6 +27,8 @@ const PROMPT_ALPHA = 0.05
 export class PoolAdmission {
   readonly pool: BackendPool
   readonly estimator: TtftEstimator
+  /** The prompt tokens the servers must compute: the prompt minus their expected cached prefix. */
+  readonly prefix: PrefixAwareness
   private readonly queues: ClassQueues<Waiting>
   private readonly classNames: readonly string[]
   /** Requests dispatched and not yet ended, per class. */
@@ -53,6 +57,7 @@ export class PoolAdmission {
       { stepMs: cfg.estimator.step_ms, prefillTokensPerS: cfg.estimator.prefill_tokens_per_s },
       clock,
     )
+    this.prefix = new PrefixAwareness(cfg.estimator.prefix_cache)
     const defs = Object.entries(classes).map(([name, c]) => ({
       name,
       priority: c.priority,
@@ -88,22 +93,38 @@ export class PoolAdmission {
    * when nothing of its class or above is queued and an endpoint is open to it, else after
    * the prompts queued ahead of it. `kvBlocked`: no endpoint has KV room for this request
    * under its class's limit now (a refusal then says kv_exhausted rather than ttft_slo).
+   * `blocks`: its prompt's blocks (prefix awareness): the server part prices only the
+   * tokens not expected in the prefix cache of the endpoints it may go to (see
+   * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
+   * would compute.
    */
   predict(
     className: string,
     promptTokens: number,
     kvTokens: number,
-  ): { prediction: Prediction; usable: number; kvBlocked: boolean } {
+    blocks?: PromptBlocks,
+  ): { prediction: Prediction; usable: number; kvBlocked: boolean; leastComputeTokens: number } {
     const views = this.pool.views()
     const view = this.gates.serverView(views, this.meanPrompt)
-    const blocked = !views.some(this.gates.open(className, kvTokens, promptTokens))
+    const open = this.gates.open(className, kvTokens, promptTokens)
+    const blocked = !views.some(open)
     const kvBlocked =
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
     const ahead = this.queues.costAhead(className)
     const queued = ahead > 0 || blocked ? ahead : undefined
     const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens)
-    const prediction = this.estimator.predict(view, queued, promptTokens, roomMs)
-    return { prediction, usable: views.length, kvBlocked }
+    const hit =
+      blocks === undefined
+        ? undefined
+        : this.prefix.expected(views, blocks, promptTokens, queued === undefined ? open : undefined)
+    const compute = promptTokens - (hit?.expected ?? 0)
+    const prediction = this.estimator.predict(view, queued, promptTokens, roomMs, compute)
+    return {
+      prediction,
+      usable: views.length,
+      kvBlocked,
+      leastComputeTokens: promptTokens - (hit?.best ?? 0),
+    }
   }
 
   /**
@@ -228,10 +249,16 @@ export class PoolAdmission {
     const learn = this.learnFrom.has(w.className)
     if (learn) this.estimator.observeQueue(w.prediction, queuedMs)
     const pending = this.gates.pendingAt(endpoint)
-    w.serverFeatures = this.estimator.features(pending, w.promptTokens, this.gates.itl(endpoint))
+    // the endpoint is known now: its own expected hit (and the prompt is remembered there)
+    const cached =
+      w.blocks === undefined ? 0 : this.prefix.dispatched(lease.endpoint, w.blocks, w.promptTokens)
+    const compute = w.promptTokens - cached
+    w.computeTokens = compute
+    w.serverFeatures = this.estimator.features(pending, compute, this.gates.itl(endpoint))
     this.estimator.onDispatch(w.promptTokens, pending, learn && w.prediction.queueFeatures !== undefined)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
-    const uncount = this.gates.dispatched(endpoint, w.promptTokens, expectedMs)
+    // the prefill ledger counts the work the server must do: the tokens it computes
+    const uncount = this.gates.dispatched(endpoint, compute, expectedMs)
     return new AdmittedLease(lease, w, this, uncount)
   }
 
@@ -248,7 +275,10 @@ export class PoolAdmission {
 
   private learn(w: Waiting): void {
     const t = w.ticket
-    const prompt = t.usage?.promptTokens ?? w.promptTokens
+    // the mean prefill work of a request (what one waiting at a server costs): its prompt,
+    // less the share expected in the prefix cache
+    const share = w.computeTokens === undefined || w.promptTokens <= 0 ? 1 : w.computeTokens / w.promptTokens
+    const prompt = (t.usage?.promptTokens ?? w.promptTokens) * share
     this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
     // Every class teaches the server part (the engine does not know classes), so it keeps
     // learning while a class is refused; only the queue part is per-class (see start()).
@@ -384,6 +414,7 @@ export class PoolAdmission {
       ),
       ...this.gates.state(),
       estimator: this.estimator.state(),
+      prefixCache: this.prefix.state(),
     }
   }
 

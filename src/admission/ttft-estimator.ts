@@ -18,9 +18,12 @@
  *       measured (a moving ratio of tokens over time); the queue drains at the pace the
  *       dispatch gates allow, whatever holds them (prefill budget, KV, decode guard);
  *   P = prompt tokens at the endpoint not yet prefilled (the gateway's prefill ledger, or
- *       the server's own waiting queue when that is longer) plus this request's prompt; for
- *       a request that must queue, the mean that queued requests met when dispatched (plus
- *       what waits at the servers beyond the gateway's own requests);
+ *       the server's own waiting queue when that is longer) plus this request's prompt
+ *       tokens the server must compute: its prompt minus the prefix the server is expected
+ *       to hold in its prefix cache (prefix-awareness.ts; the whole prompt when prefix
+ *       awareness is off); for a request that must queue, the pending part is the mean
+ *       that queued requests met when dispatched (plus what waits at the servers beyond
+ *       the gateway's own requests);
  *   S = the endpoint's engine step time now (its streams' live inter-token latency): a
  *       request waits for the step in progress, then is prefilled in a step as long as the
  *       running batch and the other prompts in it make it.
@@ -127,9 +130,17 @@ export class TtftEstimator {
 
   /**
    * `aheadTokens`: prompt tokens queued ahead of this request; undefined when it goes at
-   * once. `roomMs`: time until the prefill budget has room for it (B).
+   * once. `roomMs`: time until the prefill budget has room for it (B). `computeTokens`: of
+   * its `ownTokens`, those the server must compute (not in its prefix cache): the server
+   * part prices those; the queue part drains whole prompts, as the dispatch rate counts them.
    */
-  predict(view: ServerView, aheadTokens: number | undefined, ownTokens: number, roomMs = 0): Prediction {
+  predict(
+    view: ServerView,
+    aheadTokens: number | undefined,
+    ownTokens: number,
+    roomMs = 0,
+    computeTokens = ownTokens,
+  ): Prediction {
     const rate = this.dispatchRate()
     const queueFeatures =
       aheadTokens === undefined ? undefined : [1, aheadTokens / rate, ownTokens / rate, roomMs]
@@ -138,7 +149,7 @@ export class TtftEstimator {
     // prompts pending there now but what queued requests typically meet at dispatch, and
     // the servers' own queues of other clients' requests, which stay ahead of it.
     const pending = queueFeatures === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens
-    const serverMs = this.serverMs(this.features(pending, ownTokens, view.stepMs))
+    const serverMs = this.serverMs(this.features(pending, computeTokens, view.stepMs))
     return { queueFeatures, queueMs, serverMs, totalMs: queueMs + serverMs }
   }
 
@@ -195,7 +206,7 @@ export class TtftEstimator {
     const [kappa, lambda, mu, nu] = this.queueRls.w
     return {
       model:
-        'ttft = (queued ? kappa + nu * ms_until_prefill_budget_has_room + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * (queued ? pending_at_dispatch : pending_prompt_tokens) + gamma * step_ms',
+        'ttft = (queued ? kappa + nu * ms_until_prefill_budget_has_room + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * ((queued ? pending_at_dispatch : pending_prompt_tokens) + own_tokens_to_compute) + gamma * step_ms',
       dispatchTokensPerMs: round(this.dispatchRate(), 3),
       queuedPendingTokens: Math.round(this.queuedPending),
       kappaMs: round(kappa ?? 0),

@@ -2,6 +2,7 @@
  * One admitted request as a pool's admission holds it: waiting in the queue (it is the
  * `Queued` the face returns), then, once dispatched, the lease that observes its exchange.
  */
+import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { Endpoint, EndpointResult, Lease } from '../backends/types.js'
 import type { GatewayError } from '../errors.js'
 import type { Ticket } from '../ticket.js'
@@ -16,6 +17,8 @@ export class Waiting implements Queued {
   readonly lease: Promise<Lease | GatewayError>
   /** The estimator's server-side features at dispatch (set by the dispatcher). */
   serverFeatures: readonly number[] | undefined = undefined
+  /** Of its prompt tokens, those its endpoint was expected to compute (set at dispatch). */
+  computeTokens: number | undefined = undefined
   /** Set when placed in a queue. */
   owner: PoolAdmission | undefined = undefined
   private settle: (r: Lease | GatewayError) => void = () => {}
@@ -28,6 +31,8 @@ export class Waiting implements Queued {
     readonly kvTokens: number,
     /** The prediction made on arrival (the estimator learns from its outcome). */
     readonly prediction: Prediction,
+    /** Its prompt's blocks, when prefix awareness is on (recorded at the endpoint it is sent to). */
+    readonly blocks: PromptBlocks | undefined = undefined,
   ) {
     this.id = String(++waitingSeq)
     this.lease = new Promise((resolve) => {

@@ -328,6 +328,13 @@ const admissionSchema = z.strictObject({
       step_ms: z.number().positive().default(15),
       /** Prefill throughput of one endpoint, tokens/s. */
       prefill_tokens_per_s: z.number().positive().default(20_000),
+      /**
+       * Count only the prompt tokens a server must compute: the prompt minus the prefix it
+       * is expected to hold in its prefix cache (the gateway's memory of the prompts it sent
+       * each endpoint, calibrated against the engine's prefix-cache counters). false: every
+       * prompt token counts as computed.
+       */
+      prefix_cache: z.boolean().default(true),
     })
     .prefault({}),
 })

@@ -2,6 +2,8 @@
  * A backend pool for admission unit tests: endpoints with a load the test sets, and a
  * fixed number of slots; acquire() honours the headroom gate like the real pool.
  */
+
+import { EndpointPrefixCache } from '../../../src/backends/endpoint-prefix-cache.js'
 import type {
   BackendPool,
   Backends,
@@ -22,10 +24,20 @@ export class FakePool implements BackendPool {
   /** Most leases at once (slots). */
   slots = Number.POSITIVE_INFINITY
   readonly released: EndpointResult[] = []
+  /** Each endpoint's prefix cache model, when the pool was made with `prefixCache: true`. */
+  readonly prefixCaches: EndpointPrefixCache[] = []
+  private readonly withPrefixCache: boolean
 
-  constructor(name = 'main', models = ['m']) {
+  constructor(name = 'main', models = ['m'], opts: { prefixCache?: boolean } = {}) {
     this.name = name
     this.config = poolSchema.parse({ name, models, endpoints: ['http://127.0.0.1:1'] })
+    this.withPrefixCache = opts.prefixCache === true
+  }
+
+  private prefixCacheOf(i: number): { prefixCache?: EndpointPrefixCache } {
+    if (!this.withPrefixCache) return {}
+    this.prefixCaches[i] ??= new EndpointPrefixCache()
+    return { prefixCache: this.prefixCaches[i] }
   }
 
   views(): EndpointView[] {
@@ -34,6 +46,7 @@ export class FakePool implements BackendPool {
       pool: this.name,
       effective: { ...this.load, inflightRequests: this.load.inflightRequests + this.leased },
       capacity: {},
+      ...this.prefixCacheOf(i),
     }))
   }
 
@@ -60,6 +73,7 @@ export class FakePool implements BackendPool {
         dispatcher: undefined as never,
         load: undefined,
         loadAt: undefined,
+        ...this.prefixCacheOf(0),
       },
       release,
       ended: (_t, r) => release(r ?? 'client_abort'),
