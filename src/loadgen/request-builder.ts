@@ -1,0 +1,136 @@
+/**
+ * Turns a planned request into the HTTP request sent: the body (chat or completions,
+ * streamed with usage), the class as `x-priority` or `service_tier`, the tenant's key, and
+ * for a conversation the history before its new turn. Conversations grow: the next arrival
+ * of the class continues the oldest one whose last turn has been answered (with the text
+ * the server streamed), or starts a new one when none is waiting.
+ */
+import { Corpus, messageChars, messageTokens, promptChars, promptText } from './prompt-text.js'
+import type { PlannedRequest } from './request-plan.js'
+import type { StreamRequest, StreamTiming } from './stream-client.js'
+import type { Workload } from './workload-schema.js'
+
+interface Message {
+  readonly role: 'system' | 'user' | 'assistant'
+  readonly content: string
+}
+
+export interface Conversation {
+  readonly id: number
+  readonly classIndex: number
+  /** The turns so far, answered (without the system message). */
+  readonly history: Message[]
+  turn: number
+  turnsLeft: number
+}
+
+export interface BuiltRequest {
+  readonly request: StreamRequest
+  /** Prompt tokens sent, by the client's count (4 characters a token, 4 a message). */
+  readonly promptTokens: number
+  readonly conversation?: Conversation
+  /** The new user message of a conversation's turn (kept in its history when answered). */
+  readonly turnText?: string
+}
+
+export interface BuilderOptions {
+  readonly workload: Workload
+  readonly model: string
+  /** `/v1` or the target's own prefix. */
+  readonly pathPrefix: string
+  /** Each tenant's API key, by index (undefined: none sent). */
+  readonly tenantKeys: readonly (string | undefined)[]
+  /** A key for requests of no tenant (OPENAI_API_KEY), if any. */
+  readonly defaultKey?: string
+  /** Differs between runs, so a second run with the same seed does not hit the first one's cache. */
+  readonly runTag: string
+}
+
+export class RequestBuilder {
+  private readonly corpus: Corpus
+  private readonly system: readonly (string | undefined)[]
+  private readonly prefixes: readonly string[]
+  private readonly ready: Conversation[][]
+  private conversations = 0
+  private readonly path: string
+
+  constructor(private readonly o: BuilderOptions) {
+    const w = o.workload
+    this.corpus = new Corpus(w.seed)
+    this.path = `${o.pathPrefix}/${w.api === 'chat' ? 'chat/completions' : 'completions'}`
+    // fixed texts of the class: cut from the corpus where no request's own text is likely to be
+    this.system = w.classes.map((c, i) =>
+      c.system_prompt_tokens === undefined
+        ? undefined
+        : `System ${i}. ${this.corpus.slice((i + 0.5) / w.classes.length, messageChars(c.system_prompt_tokens))}`,
+    )
+    this.prefixes = w.classes.map((c, i) =>
+      c.shared_prefix === undefined
+        ? ''
+        : `Shared ${i}. ${this.corpus.slice((i + 0.25) / w.classes.length, promptChars(c.shared_prefix.tokens))}`,
+    )
+    this.ready = w.classes.map(() => [])
+  }
+
+  private headers(p: PlannedRequest): Record<string, string> {
+    const cls = this.o.workload.classes[p.classIndex]!
+    const h: Record<string, string> = { 'content-type': 'application/json', ...cls.headers }
+    if (cls.priority !== undefined) h['x-priority'] = cls.priority
+    const key = p.tenantIndex === undefined ? this.o.defaultKey : this.o.tenantKeys[p.tenantIndex]
+    if (key !== undefined) h.authorization = `Bearer ${key}`
+    return h
+  }
+
+  private conversation(p: PlannedRequest): Conversation {
+    const waiting = this.ready[p.classIndex]!.shift()
+    if (waiting !== undefined) return waiting
+    const id = this.conversations++
+    return { id, classIndex: p.classIndex, history: [], turn: 0, turnsLeft: Math.max(1, p.turns) }
+  }
+
+  build(p: PlannedRequest): BuiltRequest {
+    const w = this.o.workload
+    const cls = w.classes[p.classIndex]!
+    const tag = `[${this.o.runTag}-${p.index}] `
+    const prefix = p.sharedPrefix ? this.prefixes[p.classIndex] : ''
+    const common = {
+      model: this.o.model,
+      max_tokens: p.outputTokens,
+      stream: true,
+      stream_options: { include_usage: true },
+      ...(w.ignore_eos ? { ignore_eos: true } : {}),
+      ...(cls.service_tier === undefined ? {} : { service_tier: cls.service_tier }),
+    }
+    const request = (body: object, keepText = false): StreamRequest => ({
+      path: this.path,
+      body: JSON.stringify(body),
+      headers: this.headers(p),
+      timeoutMs: w.request_timeout_s * 1000,
+      keepText,
+    })
+    if (w.api === 'completions') {
+      const prompt = promptText(this.corpus, promptChars(p.promptTokens), tag, p.textOffset, prefix)
+      return { request: request({ ...common, prompt }), promptTokens: Math.ceil(prompt.length / 4) }
+    }
+    const text = promptText(this.corpus, messageChars(p.promptTokens), tag, p.textOffset, prefix)
+    const system = this.system[p.classIndex]
+    const messages: Message[] = system === undefined ? [] : [{ role: 'system', content: system }]
+    const conv = cls.conversation === undefined ? undefined : this.conversation(p)
+    if (conv !== undefined) messages.push(...conv.history)
+    messages.push({ role: 'user', content: text })
+    const promptTokens = messages.reduce((s, m) => s + messageTokens(m.content), 0)
+    const built = { request: request({ ...common, messages }, conv !== undefined), promptTokens }
+    return conv === undefined ? built : { ...built, conversation: conv, turnText: text }
+  }
+
+  /** A turn answered: its conversation goes on (at the next arrival) or ends; a failed turn ends it. */
+  settle(built: BuiltRequest, t: StreamTiming): void {
+    const conv = built.conversation
+    if (conv === undefined || built.turnText === undefined) return
+    if (t.status !== 200 || t.error !== undefined) return
+    conv.history.push({ role: 'user', content: built.turnText }, { role: 'assistant', content: t.text ?? '' })
+    conv.turn++
+    conv.turnsLeft--
+    if (conv.turnsLeft > 0) this.ready[conv.classIndex]!.push(conv)
+  }
+}
