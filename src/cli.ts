@@ -1,15 +1,14 @@
 #!/usr/bin/env node
 /**
- * slo-gateway serve | check-config | hash-key | sim | help | --version
+ * slo-gateway serve | check-config | hash-key | sim | bench | help | --version
  *
  * Exit codes: 0 done, 1 a bad config or a failure (a port in use), 2 a usage error (an
  * unknown command or flag: the command's usage is printed).
  */
 import { readFileSync } from 'node:fs'
-import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { parseFlags, UsageError } from './cli-flags.js'
 import { ConfigError, type ConfigOverrides, loadConfig } from './config/load.js'
 import { ENGINES } from './config/schema.js'
-import { nearest } from './config/suggest.js'
 import { checkPorts, ListenError, listen } from './listeners.js'
 import { createLogger } from './logger.js'
 import { ConfigReloader } from './reload.js'
@@ -23,6 +22,10 @@ Usage:
   slo-gateway check-config FILE        validate a config file and print every problem
   slo-gateway hash-key [KEY]           the SHA-256 hex of an API key (or of stdin), for tenants[].api_keys
   slo-gateway sim [options]            run the built-in model-server simulator
+  slo-gateway bench --target URL --workload FILE [--rate R | --concurrency C]
+                    [--duration S | --requests N] [--seed N] [--out DIR]
+                                       measure a server (or the gateway) with a workload: TTFT, TPOT,
+                                       goodput and SLO attainment per class
   slo-gateway <command> --help         options of one command
   slo-gateway --version                the version
 `
@@ -67,51 +70,6 @@ function version(): string {
     version?: unknown
   }
   return String(pkg.version)
-}
-
-/** A mistake on the command line: the message, then the usage of `command` (exit 2). */
-class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly usage: string = USAGE,
-    /** The subcommand whose usage it is, named in the message. */
-    readonly command?: string,
-  ) {
-    super(message)
-  }
-}
-
-type Options = NonNullable<ParseArgsConfig['options']>
-
-/** parseArgs, with its errors turned into one line naming the flag, and the command's usage. */
-function parseFlags<O extends Options>(
-  command: string,
-  usage: string,
-  args: string[],
-  options: O,
-  positionals = false,
-) {
-  try {
-    return parseArgs({ args, options, allowPositionals: positionals, strict: true })
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    const named = /'([^']+)'/.exec((err as Error).message)?.[1] ?? ''
-    const flag = named.split(' ')[0] ?? named
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-      const known = Object.keys(options).map((o) => `--${o}`)
-      const near = nearest(flag, known)
-      throw new UsageError(
-        `unknown option '${flag}'${near === undefined ? '' : `: did you mean ${near}?`}`,
-        usage,
-        command,
-      )
-    }
-    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
-      throw new UsageError(`option '${flag}' needs a value`, usage, command)
-    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
-      throw new UsageError(`unexpected argument '${flag}'`, usage, command)
-    throw err
-  }
 }
 
 function intFlag(name: string, v: string | undefined): number | undefined {
@@ -257,6 +215,15 @@ export async function main(argv: string[]): Promise<number> {
         const { runSimCli } = await import('./sim/index.js')
         return await runSimCli(rest)
       }
+      case 'bench': {
+        const { BENCH_USAGE, parseBenchArgs, runBenchCommand } = await import('./loadgen/index.js')
+        const opts = parseBenchArgs(rest)
+        if (opts === 'help') {
+          process.stdout.write(BENCH_USAGE)
+          return 0
+        }
+        return await runBenchCommand(opts)
+      }
       case '--version':
       case '-v':
       case 'version':
@@ -269,11 +236,15 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(USAGE)
         return command === undefined ? 2 : 0
       default:
-        throw new UsageError(`unknown command '${command}'`)
+        throw new UsageError(`unknown command '${command}'`, USAGE)
     }
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`slo-gateway: ${err.message}\n`)
+      return 1
+    }
+    if (err instanceof Error && (err.name === 'WorkloadError' || err.name === 'BenchError')) {
+      process.stderr.write(`slo-gateway bench: ${err.message}\n`)
       return 1
     }
     if (err instanceof ListenError) {

@@ -1,4 +1,12 @@
-// The load generator users will run (`slo-gateway bench`): streaming client timing and reports.
+// The load generator users run (`slo-gateway bench`), and the parts the project's benchmarks
+// in bench/ reuse: workloads, arrivals, the streaming client's timing, summaries and reports.
+export { type ArrivalSpec, arrivalGaps, gammaDraw } from './arrivals.js'
+export { BENCH_USAGE, type BenchOptions, parseBenchArgs, splitTarget } from './bench-args.js'
+export { BenchError, runBenchCommand } from './bench-command.js'
+export { benchMarkdown, type RunInfo } from './bench-markdown.js'
+export { type BenchRecord, type LoopMode, type RunResult, runBench } from './bench-run.js'
+export { type BenchSummary, isGood, outcomeOf, reasonOf, summarizeRun } from './bench-summary.js'
+export { lengthDraw } from './lengths.js'
 export {
   type ClosedLoopOptions,
   closedLoop,
@@ -24,4 +32,10 @@ export {
   sorted,
   summarize,
 } from './report.js'
+export { RequestBuilder } from './request-builder.js'
+export { type PlannedRequest, RequestPlan } from './request-plan.js'
 export { SseSplitter } from './sse-split.js'
+export { type StreamRequest, type StreamTiming, streamRequest } from './stream-client.js'
+export { ttftCdfSvg } from './ttft-cdf-svg.js'
+export { type LoadedWorkload, loadWorkload, WorkloadError } from './workload-load.js'
+export { type Workload, workloadSchema } from './workload-schema.js'
