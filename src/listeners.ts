@@ -10,7 +10,7 @@ import type { GatewayConfig } from './config/schema.js'
 import type { HttpApps } from './http-apps.js'
 
 /** After the drain, how long connections get to close by themselves before they are cut. */
-const CLOSE_WAIT_MS = 1_000
+export const CLOSE_WAIT_MS = 1_000
 
 /** A listener that cannot start, said in one line with the fix (the CLI prints it, exit 1). */
 export class ListenError extends Error {
