@@ -211,6 +211,7 @@ export async function runBenchCommand(o: BenchOptions): Promise<number> {
       sendingS: result.sendingMs / 1000,
       loopDelay: result.loopDelay,
       sendLagMs: result.sendLagMs,
+      cpuShare: result.elapsedMs > 0 ? result.cpuMs / result.elapsedMs : Number.NaN,
     }
     const markdown = benchMarkdown(info, summary, slos)
     const files = writeOutputs(

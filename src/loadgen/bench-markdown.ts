@@ -19,6 +19,8 @@ export interface RunInfo {
   readonly sendingS: number
   readonly loopDelay: LoopDelay
   readonly sendLagMs: readonly number[]
+  /** The client's CPU over the run, as a share of one core. */
+  readonly cpuShare: number
 }
 
 /** Event-loop delay (p99) over which the client's own timing is named as suspect. */
@@ -53,8 +55,8 @@ export function benchMarkdown(info: RunInfo, s: BenchSummary, slos: ReadonlyMap<
   r.paragraph(
     [
       `- Target: ${info.target} (model ${info.model}); started ${info.startedAt}; seed ${info.seed}, run tag ${info.runTag}`,
-      `- Load: ${info.load}, ${info.limit}: ${info.sent} requests sent in ${fmt(info.sendingS, 1)} s; the run took ${fmt(s.durationS, 1)} s (first send to last answer), which goodput is per`,
-      `- Client: event-loop delay P50 ${fmt(info.loopDelay.p50Ms, 1)} ms, P99 ${fmt(info.loopDelay.p99Ms, 1)} ms, max ${fmt(info.loopDelay.maxMs, 1)} ms` +
+      `- Load: ${info.load}, ${info.limit}: ${info.sent} requests sent in ${fmt(info.sendingS, 1)} s; goodput is per the run's ${fmt(s.durationS, 1)} s (first send to last answer)`,
+      `- Client: ${pct(info.cpuShare)} of one core; event-loop delay P50 ${fmt(info.loopDelay.p50Ms, 1)} ms, P99 ${fmt(info.loopDelay.p99Ms, 1)} ms, max ${fmt(info.loopDelay.maxMs, 1)} ms` +
         (lag.length > 0
           ? `; sends late against their schedule P50 ${fmt(percentile(lag, 50), 1)} ms, P99 ${fmt(percentile(lag, 99), 1)} ms`
           : ''),

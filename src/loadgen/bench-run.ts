@@ -73,6 +73,8 @@ export interface RunResult {
   readonly loopDelay: LoopDelay
   /** How late each open-loop send was against its due time, ms. */
   readonly sendLagMs: readonly number[]
+  /** The client's CPU time (user + system) over the run, ms. */
+  readonly cpuMs: number
 }
 
 const RESOLUTION_MS = 5
@@ -93,6 +95,7 @@ export async function runBench(o: RunOptions): Promise<RunResult> {
   whole.enable()
   recent.enable()
   const startedAt = Date.now()
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   const limit = o.requests ?? Number.POSITIVE_INFINITY
   const until = o.durationMs ?? Number.POSITIVE_INFINITY
@@ -111,6 +114,8 @@ export async function runBench(o: RunOptions): Promise<RunResult> {
   const send = async (p: ReturnType<RequestPlan['next']>): Promise<void> => {
     const built = o.builder.build(p)
     const conv = built.conversation
+    /** 1 for a conversation's first turn (read before the answer moves it on). */
+    const turn = conv === undefined ? 0 : conv.turn + 1
     const sentMs = performance.now() - t0
     sent++
     const t = await streamRequest(o.client, { ...built.request, signal: drain.signal })
@@ -121,7 +126,7 @@ export async function runBench(o: RunOptions): Promise<RunResult> {
       index: p.index,
       class: o.classNames[p.classIndex]!,
       ...(tenant === undefined ? {} : { tenant }),
-      ...(conv === undefined ? {} : { conversation: { id: conv.id, turn: conv.turn } }),
+      ...(conv === undefined ? {} : { conversation: { id: conv.id, turn } }),
       dueMs: p.dueMs,
       sentMs,
       promptTokensSent: built.promptTokens,
@@ -161,6 +166,7 @@ export async function runBench(o: RunOptions): Promise<RunResult> {
   while (inflight.size > 0) await Promise.all([...inflight])
   clearTimeout(cut)
   clearInterval(progress)
+  const cpu = process.cpuUsage(cpu0)
   whole.disable()
   recent.disable()
   const end = records.reduce((m, r) => Math.max(m, r.sentMs + r.latencyMs), 0)
@@ -173,5 +179,6 @@ export async function runBench(o: RunOptions): Promise<RunResult> {
     sendingMs: sendingMs ?? 0,
     loopDelay: delays(whole),
     sendLagMs,
+    cpuMs: (cpu.user + cpu.system) / 1000,
   }
 }

@@ -56,11 +56,6 @@ export function promptChars(tokens: number): number {
   return tokens * CHARS_PER_TOKEN
 }
 
-/** The tokens a chat message of this content counts (the simulator's rule; the gateway estimates alike). */
-export function messageTokens(content: string): number {
-  return Math.ceil(content.length / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE
-}
-
 /**
  * A text of `chars` characters: `prefix` (cut to fit), then `tag`, then corpus words from a
  * random place. The tag makes it unique; the prefix, when given, is what it shares.

@@ -5,7 +5,8 @@
  * of the class continues the oldest one whose last turn has been answered (with the text
  * the server streamed), or starts a new one when none is waiting.
  */
-import { Corpus, messageChars, messageTokens, promptChars, promptText } from './prompt-text.js'
+import { chatPromptTokens, completionPromptTokens } from '../sim/prompt-tokens.js'
+import { Corpus, messageChars, promptChars, promptText } from './prompt-text.js'
 import type { PlannedRequest } from './request-plan.js'
 import type { StreamRequest, StreamTiming } from './stream-client.js'
 import type { Workload } from './workload-schema.js'
@@ -26,7 +27,7 @@ export interface Conversation {
 
 export interface BuiltRequest {
   readonly request: StreamRequest
-  /** Prompt tokens sent, by the client's count (4 characters a token, 4 a message). */
+  /** Prompt tokens sent, by the simulator's rule (4 characters a token, 4 a message), as the gateway estimates. */
   readonly promptTokens: number
   readonly conversation?: Conversation
   /** The new user message of a conversation's turn (kept in its history when answered). */
@@ -110,7 +111,7 @@ export class RequestBuilder {
     })
     if (w.api === 'completions') {
       const prompt = promptText(this.corpus, promptChars(p.promptTokens), tag, p.textOffset, prefix)
-      return { request: request({ ...common, prompt }), promptTokens: Math.ceil(prompt.length / 4) }
+      return { request: request({ ...common, prompt }), promptTokens: completionPromptTokens(prompt) }
     }
     const text = promptText(this.corpus, messageChars(p.promptTokens), tag, p.textOffset, prefix)
     const system = this.system[p.classIndex]
@@ -118,7 +119,8 @@ export class RequestBuilder {
     const conv = cls.conversation === undefined ? undefined : this.conversation(p)
     if (conv !== undefined) messages.push(...conv.history)
     messages.push({ role: 'user', content: text })
-    const promptTokens = messages.reduce((s, m) => s + messageTokens(m.content), 0)
+    const chars = messages.reduce((s, m) => s + m.content.length, 0)
+    const promptTokens = chatPromptTokens(chars, messages.length)
     const built = { request: request({ ...common, messages }, conv !== undefined), promptTokens }
     return conv === undefined ? built : { ...built, conversation: conv, turnText: text }
   }

@@ -132,6 +132,7 @@ const INFO: RunInfo = {
   sendingS: 1,
   loopDelay: { p50Ms: 0.1, p99Ms: 1, maxMs: 2, meanMs: 0.2 },
   sendLagMs: [0, 1],
+  cpuShare: 0.05,
 }
 
 describe('the report', () => {
