@@ -12,7 +12,7 @@ import { describeIssue, type Path, type Problem } from '../config/format-issues.
 import { placeProblems } from '../config/locate.js'
 import { nearest } from '../config/suggest.js'
 import { isRecord } from '../is-record.js'
-import { type LengthSpec, type Workload, workloadSchema } from './workload-schema.js'
+import { type LengthSpec, lengthSchema, type Workload, workloadSchema } from './workload-schema.js'
 
 export class WorkloadError extends Error {
   readonly problems: readonly string[]
@@ -68,6 +68,46 @@ function keysAt(schema: unknown, path: Path): string[] {
     default:
       return []
   }
+}
+
+/**
+ * Every key path the workload schema takes (`classes[].slo.ttft_ms`); a length's keys once,
+ * under `<length>` (`<length>.components[].weight`). docs/workloads.md documents each.
+ */
+export function workloadKeyPaths(): string[] {
+  const out: string[] = []
+  const walk = (schema: unknown, prefix: string): void => {
+    if (schema === lengthSchema && prefix !== '<length>') return
+    const def = defOf(schema)
+    switch (def.type) {
+      case 'default':
+      case 'prefault':
+      case 'optional':
+      case 'nullable':
+        return walk(def.innerType, prefix)
+      case 'pipe':
+        return walk(defOf(def.in).type === 'transform' ? def.out : def.in, prefix)
+      case 'union':
+        for (const o of def.options as unknown[]) walk(o, prefix)
+        return
+      case 'array':
+        return walk(def.element, `${prefix}[]`)
+      case 'record':
+        return walk(def.valueType, `${prefix}.<name>`)
+      case 'object':
+        for (const [key, child] of Object.entries(def.shape as Record<string, unknown>)) {
+          const path = prefix === '' ? key : `${prefix}.${key}`
+          out.push(path)
+          walk(child, path)
+        }
+        return
+      default:
+        return
+    }
+  }
+  walk(workloadSchema, '')
+  walk(lengthSchema, '<length>')
+  return [...new Set(out)]
 }
 
 const LENGTH_KEYS = new Set(['prompt_tokens', 'output_tokens', 'turns'])

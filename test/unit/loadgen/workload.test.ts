@@ -1,8 +1,13 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { loadWorkload, parseLengths, WorkloadError } from '../../../src/loadgen/workload-load.js'
+import {
+  loadWorkload,
+  parseLengths,
+  WorkloadError,
+  workloadKeyPaths,
+} from '../../../src/loadgen/workload-load.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'workload-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -136,5 +141,16 @@ classes:${CLASS}${CLASS}
     const files = readdirSync(WORKLOADS).filter((f) => f.endsWith('.yaml') && f !== 'admission.yaml')
     expect(files.length).toBeGreaterThanOrEqual(5)
     for (const f of files) expect(() => loadWorkload(join(WORKLOADS, f)), f).not.toThrow()
+  })
+})
+
+describe('docs/workloads.md', () => {
+  const doc = readFileSync(join(import.meta.dirname, '..', '..', '..', 'docs', 'workloads.md'), 'utf8')
+  const documented = new Set([...doc.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]))
+
+  it('documents every key of the workload schema, and none it lacks', () => {
+    const keys = workloadKeyPaths()
+    expect(keys.filter((k) => !documented.has(k))).toEqual([])
+    expect([...documented].filter((k) => k !== undefined && !keys.includes(k))).toEqual([])
   })
 })
