@@ -84,25 +84,27 @@ export function workloadKeyPaths(): string[] {
       case 'prefault':
       case 'optional':
       case 'nullable':
-        return walk(def.innerType, prefix)
+        walk(def.innerType, prefix)
+        break
       case 'pipe':
-        return walk(defOf(def.in).type === 'transform' ? def.out : def.in, prefix)
+        walk(defOf(def.in).type === 'transform' ? def.out : def.in, prefix)
+        break
       case 'union':
         for (const o of def.options as unknown[]) walk(o, prefix)
-        return
+        break
       case 'array':
-        return walk(def.element, `${prefix}[]`)
+        walk(def.element, `${prefix}[]`)
+        break
       case 'record':
-        return walk(def.valueType, `${prefix}.<name>`)
+        walk(def.valueType, `${prefix}.<name>`)
+        break
       case 'object':
         for (const [key, child] of Object.entries(def.shape as Record<string, unknown>)) {
           const path = prefix === '' ? key : `${prefix}.${key}`
           out.push(path)
           walk(child, path)
         }
-        return
-      default:
-        return
+        break
     }
   }
   walk(workloadSchema, '')

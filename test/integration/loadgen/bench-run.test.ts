@@ -63,7 +63,8 @@ describe('bench runs', () => {
       true,
     )
     expect(r.sendLagMs).toHaveLength(25)
-    for (const x of r.records) expect(x.sentMs).toBeGreaterThanOrEqual(x.dueMs)
+    // not before its time (a timer may fire a millisecond early)
+    for (const x of r.records) expect(x.sentMs).toBeGreaterThan(x.dueMs - 2)
     expect(r.cpuMs).toBeGreaterThan(0)
   })
 
