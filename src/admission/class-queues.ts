@@ -270,6 +270,27 @@ export class ClassQueues<T extends { id: string }> {
     return out
   }
 
+  /**
+   * Walks class `name` oldest first, each item with the prompt tokens queued ahead of it
+   * (the classes served before it under strict priority, and its own class's older items),
+   * and removes those `hopeless` says can no longer make it. Returns them, oldest first.
+   * Arrival order stands in for the fair queue's order. O(items in the class).
+   */
+  shedWhere(name: string, hopeless: (item: T, aheadTokens: number) => boolean): T[] {
+    const c = this.state(name)
+    let ahead = this.costAhead(name) - c.fair.totalCost
+    const out: T[] = []
+    for (let e = c.oldest; e !== undefined; ) {
+      const next = e.newer
+      if (hopeless(e.item, ahead)) {
+        this.detach(e)
+        out.push(e.item)
+      } else ahead += e.cost
+      e = next
+    }
+    return out
+  }
+
   /** The earliest effective deadline queued, for arming one timer; undefined when none. */
   nextDeadline(): number | undefined {
     return this.deadlines.peek()?.deadline

@@ -24,6 +24,9 @@ export { Waiting }
 
 const PROMPT_ALPHA = 0.05
 
+/** Queued requests are predicted again at most this often (each pump otherwise). */
+const SHED_INTERVAL_MS = 10
+
 export class PoolAdmission {
   readonly pool: BackendPool
   readonly estimator: TtftEstimator
@@ -48,6 +51,7 @@ export class PoolAdmission {
   private timerAt = Number.POSITIVE_INFINITY
   private pumping = false
   private pumpScheduled = false
+  private lastShedAt = Number.NEGATIVE_INFINITY
   private closed = false
 
   constructor(pool: BackendPool, classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
@@ -334,10 +338,55 @@ export class PoolAdmission {
           break
         }
       }
+      this.shedHopeless()
     } finally {
       this.pumping = false
     }
     this.armTimer()
+  }
+
+  /**
+   * Early refusal: after each dispatch cycle (a completion, a scrape, a deadline), every
+   * queued request of a class refused on its TTFT is predicted again: its wait so far, plus
+   * the queue model's wait for the prompt tokens now ahead of it, plus its server part as
+   * predicted on arrival. One that can no longer meet its own TTFT objective is refused now
+   * (503 ttft_slo, Retry-After from the predicted drain), not at its deadline: a client
+   * refused in milliseconds can go elsewhere in time. queue_timeout is left for a request
+   * that was on track and then missed. At most once per SHED_INTERVAL_MS.
+   */
+  private shedHopeless(): void {
+    if (this.queues.size === 0 || this.ttft.size === 0) return
+    const now = this.clock.now()
+    if (now - this.lastShedAt < SHED_INTERVAL_MS) return
+    this.lastShedAt = now
+    const view = this.gates.serverView(this.pool.views(), this.meanPrompt)
+    let any = false
+    for (const [name, c] of this.ttft) {
+      if (this.queues.sizeOf(name) === 0) continue
+      const predicted = new Map<Waiting, number>()
+      const shed = this.queues.shedWhere(name, (w, ahead) => {
+        const slo = w.ticket.slo?.ttft_ms ?? c.sloMs
+        const ttft =
+          now -
+          w.ticket.arrivedAt +
+          this.estimator.predict(view, ahead, w.promptTokens).queueMs +
+          w.prediction.serverMs
+        if (ttft <= slo) return false
+        predicted.set(w, ttft)
+        return true
+      })
+      for (const w of shed) {
+        any = true
+        w.resolve(
+          new GatewayError(
+            'GW_ERR_TTFT_SLO',
+            { class: name, predicted: Math.round(predicted.get(w) ?? 0) },
+            { retryAfterMs: this.retryAfterMs(name, w.promptTokens, w.kvTokens) },
+          ),
+        )
+      }
+    }
+    if (any) this.afterDequeue()
   }
 
   private afterDequeue(): void {

@@ -77,9 +77,10 @@ describe('PoolAdmission', () => {
   it('shares a class between tenants by weight: 1:3 within 10% over 400 dispatches', () => {
     const { pa } = setup(1)
     const far = systemClock.now() + 60_000
+    // batch: a class that waits (interactive's would be refused early, predicted to miss)
     for (let i = 0; i < 400; i++) {
-      place(pa, item(`a${i}`, 'interactive', 'a'), 'a', 1, far)
-      place(pa, item(`b${i}`, 'interactive', 'b'), 'b', 3, far)
+      place(pa, item(`a${i}`, 'batch', 'a'), 'a', 1, far)
+      place(pa, item(`b${i}`, 'batch', 'b'), 'b', 3, far)
     }
     while (dispatched.length < 401) completeOne(pa)
     const counted = dispatched.slice(1, 401) // the first went at once, before both were queued
