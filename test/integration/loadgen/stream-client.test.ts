@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { streamRequest } from '../../../src/loadgen/stream-client.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream, usageEvent } from '../../helpers/upstream.js'
 
+/** How far a measured time may be from the server's write stamp, ms. */
+const SLACK = 10
+
 let up: FakeUpstream
 let pool: Pool
 
@@ -69,19 +72,21 @@ describe('the streaming client times a response as vllm bench serve does', () =>
     expect(t.error).toBeUndefined()
     const sent = stamps.map((s) => s - before) // when each event left the server, ms after dispatch
     const [, first, second, third, last] = sent as [number, number, number, number, number]
-    // the client's times are the server's, plus loopback: within 2 ms
-    expect(Math.abs(t.ttftMs! - first)).toBeLessThan(2)
+    // the client's times are the server's, plus loopback and this process's event-loop
+    // delays (ms on a loaded machine; 2.2 ms seen in CI): within SLACK, which still names
+    // the right chunk (they are 30 ms and more apart); the arithmetic is checked exactly below
+    expect(Math.abs(t.ttftMs! - first)).toBeLessThan(SLACK)
     expect(t.itlMs).toHaveLength(3)
     const gaps = [second - first, third - second, last - third]
-    for (const [i, g] of t.itlMs.entries()) expect(Math.abs(g - gaps[i]!)).toBeLessThan(2)
-    expect(Math.abs(t.e2eMs! - last)).toBeLessThan(2)
+    for (const [i, g] of t.itlMs.entries()) expect(Math.abs(g - gaps[i]!)).toBeLessThan(SLACK)
+    expect(Math.abs(t.e2eMs! - last)).toBeLessThan(SLACK)
     // E2E is the last content chunk, not the usage event or [DONE] after it
     expect(t.e2eMs!).toBeLessThan(sent[5]! - 10)
     expect(t.outputTokens).toBe(6)
     expect(t.promptTokens).toBe(12)
     expect(t.chunks).toBe(4)
     expect(t.tpotMs).toBeCloseTo((t.e2eMs! - t.ttftMs!) / 5, 9)
-    expect(Math.abs(t.tpotMs! - (last - first) / 5)).toBeLessThan(1)
+    expect(Math.abs(t.tpotMs! - (last - first) / 5)).toBeLessThan((2 * SLACK) / 5)
     expect(t.ttftMs! + t.itlMs.reduce((s, g) => s + g, 0)).toBeCloseTo(t.e2eMs!, 9)
     expect(t.headers).toEqual({ 'x-gateway-predicted-ttft-ms': '95', 'x-gateway-class': 'interactive' })
   })
