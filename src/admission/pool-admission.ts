@@ -12,6 +12,7 @@ import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import { ClassQueues } from './class-queues.js'
+import { SHED_INTERVAL_MS, shedHopeless } from './early-refusal.js'
 import type { Admitted } from './face.js'
 import { EndpointGates } from './gate.js'
 import { TtftMargin } from './margin.js'
@@ -23,9 +24,6 @@ import { AdmittedLease, Waiting } from './waiting.js'
 export { Waiting }
 
 const PROMPT_ALPHA = 0.05
-
-/** Queued requests are predicted again at most this often (each pump otherwise). */
-const SHED_INTERVAL_MS = 10
 
 export class PoolAdmission {
   readonly pool: BackendPool
@@ -345,48 +343,29 @@ export class PoolAdmission {
     this.armTimer()
   }
 
-  /**
-   * Early refusal: after each dispatch cycle (a completion, a scrape, a deadline), every
-   * queued request of a class refused on its TTFT is predicted again: its wait so far, plus
-   * the queue model's wait for the prompt tokens now ahead of it, plus its server part as
-   * predicted on arrival. One that can no longer meet its own TTFT objective is refused now
-   * (503 ttft_slo, Retry-After from the predicted drain), not at its deadline: a client
-   * refused in milliseconds can go elsewhere in time. queue_timeout is left for a request
-   * that was on track and then missed. At most once per SHED_INTERVAL_MS.
-   */
+  /** Early refusal (early-refusal.ts) of the queued requests predicted to miss now. */
   private shedHopeless(): void {
     if (this.queues.size === 0 || this.ttft.size === 0) return
     const now = this.clock.now()
     if (now - this.lastShedAt < SHED_INTERVAL_MS) return
     this.lastShedAt = now
     const view = this.gates.serverView(this.pool.views(), this.meanPrompt)
-    let any = false
+    const queueWaitMs = (ahead: number, own: number) => this.estimator.predict(view, ahead, own).queueMs
+    let shed = false
     for (const [name, c] of this.ttft) {
       if (this.queues.sizeOf(name) === 0) continue
-      const predicted = new Map<Waiting, number>()
-      const shed = this.queues.shedWhere(name, (w, ahead) => {
-        const slo = w.ticket.slo?.ttft_ms ?? c.sloMs
-        const ttft =
-          now -
-          w.ticket.arrivedAt +
-          this.estimator.predict(view, ahead, w.promptTokens).queueMs +
-          w.prediction.serverMs
-        if (ttft <= slo) return false
-        predicted.set(w, ttft)
-        return true
-      })
-      for (const w of shed) {
-        any = true
+      for (const { item: w, predictedMs } of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
+        shed = true
         w.resolve(
           new GatewayError(
             'GW_ERR_TTFT_SLO',
-            { class: name, predicted: Math.round(predicted.get(w) ?? 0) },
+            { class: name, predicted: Math.round(predictedMs) },
             { retryAfterMs: this.retryAfterMs(name, w.promptTokens, w.kvTokens) },
           ),
         )
       }
     }
-    if (any) this.afterDequeue()
+    if (shed) this.afterDequeue()
   }
 
   private afterDequeue(): void {
