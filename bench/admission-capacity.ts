@@ -16,6 +16,7 @@ import { percentile, sorted } from '../src/loadgen/report.js'
 import { SimEngine } from '../src/sim/engine.js'
 import type { SimProfile, StepTimeModel } from '../src/sim/profile-schema.js'
 import { SimRequest, type TokenSink } from '../src/sim/sim-request.js'
+import { hashesOf } from './admission-prefix-hashes.js'
 import {
   type Arrival,
   type BenchClass,
@@ -77,7 +78,7 @@ export function serveVirtual(
           promptTokens: a.promptTokens,
           targetOutput: a.outputTokens,
           finishReason: 'length',
-          blockHashes: [],
+          blockHashes: hashesOf(profile, a),
           sink,
           arrival: a.atMs,
         }),

@@ -2,8 +2,8 @@
  * The admission bench's child processes, one per server, so the load generator (which parses
  * every streamed token) never shares an event loop with what it measures:
  *
- *   node --import tsx bench/admission-child.ts sim --profile P --scale S --seed N
- *   node --import tsx bench/admission-child.ts gateway --sim URL --model M --scale S [--min-share X]
+ *   node --import tsx bench/admission-child.ts sim --profile P --scale S --seed N [--replicas R]
+ *   node --import tsx bench/admission-child.ts gateway --sim URL[,URL] --model M --scale S [--min-share X] [--ttft-per-1k MS]
  *
  * `sim`: one simulated replica (startSim), plus a small stats listener for the bench:
  * GET /stats = { busyMs (sum of the engine's step durations, wall ms), running, waiting,
@@ -27,7 +27,13 @@ import { startSim } from '../src/sim/index.js'
 export const READY_PREFIX = 'ADMISSION-CHILD '
 
 /** The gateway's config for a simulator at `scale`: every time constant × scale. */
-export function gatewayConfig(simUrl: string, model: string, scale: number, batchMinShare?: number) {
+export function gatewayConfig(
+  simUrl: string,
+  model: string,
+  scale: number,
+  batchMinShare?: number,
+  ttftPer1k?: number,
+) {
   const base = configSchema.parse({})
   const cls = base.classes
   const interactive = cls.interactive
@@ -43,7 +49,7 @@ export function gatewayConfig(simUrl: string, model: string, scale: number, batc
         {
           name: 'sim',
           models: [model, '*'],
-          endpoints: [simUrl],
+          endpoints: simUrl.split(','),
           engine: 'vllm',
           // a time-scaled engine step can hold its metrics still that much longer (as createRuntime does)
           stale_after_ms: 1000 * scale,
@@ -52,7 +58,11 @@ export function gatewayConfig(simUrl: string, model: string, scale: number, batc
     },
     classes: {
       interactive: {
-        slo: { ttft_ms: times(interactive.slo.ttft_ms), tpot_ms: times(interactive.slo.tpot_ms) },
+        slo: {
+          ttft_ms: times(interactive.slo.ttft_ms),
+          tpot_ms: times(interactive.slo.tpot_ms),
+          ...(ttftPer1k === undefined ? {} : { ttft_ms_per_1k_prompt_tokens: ttftPer1k * scale }),
+        },
         max_queue_wait_ms: times(interactive.max_queue_wait_ms),
       },
       batch: {
@@ -73,26 +83,30 @@ export function gatewayConfig(simUrl: string, model: string, scale: number, batc
   })
 }
 
-async function runSim(profile: string, scale: number, seed: number): Promise<void> {
-  const sim = await startSim({ profile, replicas: 1, port: 0, timeScale: scale, seed })
-  const replica = sim.replicas[0]
-  if (replica === undefined) throw new Error('no replica')
-  const engine = replica.engine
+async function runSim(profile: string, scale: number, seed: number, replicas: number): Promise<void> {
+  const sim = await startSim({ profile, replicas, port: 0, timeScale: scale, seed })
+  const engines = sim.replicas.map((r) => r.engine)
+  if (engines.length === 0) throw new Error('no replica')
+  // Busy time = the sum of the steps the engines ran (each step's wall duration, time-scaled),
+  // divided by the replicas: the pool's busy fraction.
   let busyMs = 0
-  const begin = engine.beginStep.bind(engine)
-  // Busy time = the sum of the steps the engine ran (each step's wall duration, time-scaled).
-  engine.beginStep = (now: number) => {
-    const d = begin(now)
-    if (d !== null) busyMs += d
-    return d
+  for (const engine of engines) {
+    const begin = engine.beginStep.bind(engine)
+    engine.beginStep = (now: number) => {
+      const d = begin(now)
+      if (d !== null) busyMs += d / engines.length
+      return d
+    }
   }
-  const lag = engine.stats.recentStepLagMs
+  // step lag: replica 0's (every replica runs the same loop in this one process)
+  const lag = (engines[0] as (typeof engines)[number]).stats.recentStepLagMs
+  const sum = (f: (e: (typeof engines)[number]) => number) => engines.reduce((a, e) => a + f(e), 0)
   const stats = createServer((req, res) => {
     if (req.method === 'POST' && req.url === '/reset') lag.clear()
     const body = JSON.stringify({
       busyMs,
-      running: engine.numRunning,
-      waiting: engine.numWaiting,
+      running: sum((e) => e.numRunning),
+      waiting: sum((e) => e.numWaiting),
       lagP50Ms: lag.quantile(0.5),
       lagP99Ms: lag.quantile(0.99),
       lagCount: lag.count,
@@ -102,7 +116,7 @@ async function runSim(profile: string, scale: number, seed: number): Promise<voi
   await new Promise<void>((resolve) => stats.listen(0, '127.0.0.1', resolve))
   const statsUrl = `http://127.0.0.1:${(stats.address() as AddressInfo).port}`
   process.stdout.write(
-    `${READY_PREFIX}${JSON.stringify({ url: replica.url, statsUrl, model: sim.modelName })}\n`,
+    `${READY_PREFIX}${JSON.stringify({ url: sim.replicas.map((r) => r.url).join(','), statsUrl, model: sim.modelName })}\n`,
   )
   const stop = () => {
     stats.close()
@@ -112,8 +126,14 @@ async function runSim(profile: string, scale: number, seed: number): Promise<voi
   process.once('SIGINT', stop)
 }
 
-async function runGateway(simUrl: string, model: string, scale: number, minShare?: number): Promise<void> {
-  const config = gatewayConfig(simUrl, model, scale, minShare)
+async function runGateway(
+  simUrl: string,
+  model: string,
+  scale: number,
+  minShare?: number,
+  ttftPer1k?: number,
+): Promise<void> {
+  const config = gatewayConfig(simUrl, model, scale, minShare, ttftPer1k)
   const runtime = await createRuntime(config, createLogger('warn'))
   const { app, admin } = runtime.apps
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -144,17 +164,23 @@ async function main(): Promise<void> {
       sim: { type: 'string' },
       model: { type: 'string' },
       'min-share': { type: 'string' },
+      replicas: { type: 'string', default: '1' },
+      'ttft-per-1k': { type: 'string' },
     },
   })
   const scale = Number(values.scale)
   if (!(scale > 0)) throw new Error(`--scale: expected a positive number, got ${values.scale}`)
-  if (positionals[0] === 'sim') return runSim(values.profile, scale, Number(values.seed))
+  if (positionals[0] === 'sim')
+    return runSim(values.profile, scale, Number(values.seed), Number(values.replicas))
   if (positionals[0] === 'gateway') {
     if (values.sim === undefined || values.model === undefined) throw new Error('gateway: --sim and --model')
     const share = values['min-share'] === undefined ? undefined : Number(values['min-share'])
     if (share !== undefined && !(share >= 0 && share <= 1))
       throw new Error(`--min-share: expected a number in [0, 1], got ${values['min-share']}`)
-    return runGateway(values.sim, values.model, scale, share)
+    const per1k = values['ttft-per-1k'] === undefined ? undefined : Number(values['ttft-per-1k'])
+    if (per1k !== undefined && !(per1k >= 0))
+      throw new Error(`--ttft-per-1k: expected a number >= 0, got ${values['ttft-per-1k']}`)
+    return runGateway(values.sim, values.model, scale, share, per1k)
   }
   throw new Error('usage: admission-child.ts sim|gateway [options]')
 }

@@ -8,7 +8,7 @@
  */
 import type { Dispatcher } from 'undici'
 import { SseSplitter } from '../src/loadgen/sse-split.js'
-import { type Arrival, promptText } from './admission-workload.js'
+import { type Arrival, chatMessages } from './admission-workload.js'
 
 export interface Outcome {
   readonly arrival: Arrival
@@ -59,7 +59,7 @@ export function requestBody(a: Arrival, model: string, tag: string): string {
     stream_options: { include_usage: true },
     max_tokens: a.outputTokens,
     ignore_eos: true,
-    messages: [{ role: 'user', content: promptText(`${tag}-${a.cls}-${a.seq}`, a.promptTokens) }],
+    messages: chatMessages(tag, a),
   })
 }
 
@@ -69,6 +69,7 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
   const body = requestBody(a, ctx.model, ctx.tag)
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (a.cls === 'batch') headers['x-priority'] = 'batch'
+  if (a.allowDemotion === true) headers['x-gateway-allow-demotion'] = 'true'
   const sentMs = performance.now() - ctx.t0
   const o: Outcome = { arrival: a, dueMs, sentMs, status: 0, tokenMs: [], cut: false, done: false }
   try {

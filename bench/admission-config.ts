@@ -26,6 +26,44 @@ const runWindow = z.strictObject({
   tail_s: z.number().nonnegative(),
 })
 
+/** A workload: the base file's workload with these changes (admission-workloads.ts). */
+const workloadOverride = z.strictObject({
+  description: z.string().min(1),
+  profile: z.string().min(1).optional(),
+  replicas: z.int().min(1).max(8).optional(),
+  time_scale: z.number().positive().optional(),
+  /** Interactive's arrivals: Poisson, or gamma with this coefficient of variation. */
+  arrivals: z
+    .strictObject({ process: z.enum(['poisson', 'gamma']), cv: z.number().positive().default(1) })
+    .optional(),
+  interactive: z.strictObject({ prompt_tokens: mix.optional(), output_tokens: mix.optional() }).optional(),
+  batch_load: z.number().nonnegative().optional(),
+  prefix: z
+    .strictObject({
+      system_tokens: z.int().min(16),
+      new_conversation: z.number().gt(0).max(1),
+      max_turns: z.int().positive(),
+      max_context_tokens: z.int().positive(),
+      retry: z.number().min(0).lt(1),
+      retry_window: z.int().positive(),
+    })
+    .optional(),
+  /** Length-aware TTFT objective (the gateway's and the client's judgement alike). */
+  ttft_ms_per_1k_prompt_tokens: z.number().nonnegative().optional(),
+  /** Share of interactive requests sending x-gateway-allow-demotion: true. */
+  allow_demotion: z.number().min(0).max(1).optional(),
+})
+
+const preset = z.strictObject({
+  title: z.string().min(1),
+  workloads: z.array(z.string().min(1)).min(1),
+  levels: z.array(z.number().positive()).min(1),
+  time_scale: z.number().positive(),
+  run: z.strictObject({ full: runWindow, quick: runWindow }),
+  /** Report file, relative to the repository's root. */
+  out: z.string().min(1),
+})
+
 export const benchFileSchema = z.strictObject({
   seed: z.int(),
   profile: z.string().min(1),
@@ -39,9 +77,20 @@ export const benchFileSchema = z.strictObject({
   interactive: z.strictObject({ prompt_tokens: mix, output_tokens: mix }),
   batch: z.strictObject({ load: z.number().nonnegative(), prompt_tokens: mix, output_tokens: mix }),
   run: z.strictObject({ full: runWindow, quick: runWindow }),
+  /** The yardsticks: HAProxy with maxconn per server and a short queue (model ms, time-scaled). */
+  peers: z.strictObject({
+    haproxy_maxconn: z.array(z.int().positive()).min(1),
+    queue_timeout_ms: z.int().positive(),
+    /** The batch class's own backend: its maxconn per server. */
+    batch_maxconn: z.int().positive(),
+  }),
+  workloads: z.record(z.string().regex(/^[a-z0-9-]+$/), workloadOverride),
+  presets: z.record(z.string().regex(/^[a-z0-9-]+$/), preset).default({}),
 })
 
 export type BenchFile = z.output<typeof benchFileSchema>
+export type WorkloadOverride = z.output<typeof workloadOverride>
+export type Preset = z.output<typeof preset>
 
 export class BenchConfigError extends Error {
   override readonly name = 'BenchConfigError'

@@ -23,6 +23,8 @@ import type { BenchClass } from './admission-workload.js'
 
 export interface ClassSlo {
   readonly ttftMs?: number
+  /** Length-aware TTFT: the objective grows by this many ms per 1,000 prompt tokens. */
+  readonly ttftPer1kMs?: number
   readonly tpotMs?: number
   readonly e2eMs?: number
 }
@@ -134,6 +136,11 @@ interface Verdict {
   readonly open: 'no' | 'beforeFirst' | 'streaming'
 }
 
+/** A request's TTFT objective (model ms): the class's, plus its length allowance. */
+export function ttftObjective(slo: ClassSlo, promptTokens: number): number {
+  return (slo.ttftMs ?? Number.POSITIVE_INFINITY) + ((slo.ttftPer1kMs ?? 0) * promptTokens) / 1000
+}
+
 /** Judges an admitted request (status 200, or none yet) at the horizon `untilWall` (wall ms). */
 export function judge(o: Outcome, slo: ClassSlo, scale: number, untilWall: number): Verdict {
   const tokens = o.tokenMs.filter((t) => t <= untilWall)
@@ -148,7 +155,7 @@ export function judge(o: Outcome, slo: ClassSlo, scale: number, untilWall: numbe
   const ttftMs = (first - o.sentMs) / scale
   const n = tokens.length
   const tpotMs = n > 1 ? (last - first) / (n - 1) / scale : undefined
-  const ttftGood = slo.ttftMs === undefined || ttftMs <= slo.ttftMs
+  const ttftGood = slo.ttftMs === undefined || ttftMs <= ttftObjective(slo, o.arrival.promptTokens)
   let good = ttftGood
   if (slo.tpotMs !== undefined && tpotMs !== undefined && tpotMs > slo.tpotMs) good = false
   // an E2E objective can only be judged on a finished stream

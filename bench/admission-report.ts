@@ -11,15 +11,20 @@ import {
   heldCapacity,
 } from './admission-capacity.js'
 import type { ClassMetrics, EstimatorError, Quantiles, SegmentMetrics } from './admission-metrics.js'
+import type { Quality } from './admission-quality.js'
 import type { BenchClass } from './admission-workload.js'
 
-export type Mode = 'direct' | 'gateway'
+/** A path's key: direct, nginx, haproxy-N (maxconn N), gateway. */
+export type Mode = string
 
 export interface LevelResult {
   readonly level: number
   readonly interactiveRate: number
   readonly batchRate: number
+  /** Per path, in the order the paths ran. */
   readonly runs: Partial<Record<Mode, SegmentMetrics>>
+  /** Per path: refusals, shedding, degrade actions and refusals by prompt length. */
+  readonly quality: Partial<Record<Mode, Quality>>
 }
 
 export interface Targets {
@@ -99,8 +104,7 @@ export function reasons(m: ClassMetrics): string {
 function classTable(report: Report, levels: readonly LevelResult[], cls: BenchClass): void {
   const rows: (string | number)[][] = []
   for (const l of levels) {
-    for (const mode of ['direct', 'gateway'] as const) {
-      const r = l.runs[mode]
+    for (const [mode, r] of Object.entries(l.runs)) {
       if (r === undefined) continue
       const m = r.perClass[cls]
       rows.push([
@@ -159,8 +163,7 @@ function classTable(report: Report, levels: readonly LevelResult[], cls: BenchCl
 function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityFacts): void {
   const rows: (string | number)[][] = []
   for (const l of levels) {
-    for (const mode of ['direct', 'gateway'] as const) {
-      const r = l.runs[mode]
+    for (const [mode, r] of Object.entries(l.runs)) {
       if (r === undefined) continue
       const i = r.perClass.interactive.estimator
       const b = r.perClass.batch.estimator

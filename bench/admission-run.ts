@@ -174,6 +174,7 @@ export async function waitIdle(p: Probes, timeoutMs: number): Promise<boolean> {
 }
 
 export interface RunOptions {
+  /** Where to send; several comma-separated: round-robin over them (a client-side balancer). */
   readonly url: string
   readonly model: string
   /** Prefix of every prompt's tag (unique per run). */
@@ -193,7 +194,9 @@ function p99(values: number[]): number {
 export async function runSegments(o: RunOptions): Promise<RunResult> {
   // No headers/body timeouts: a request may wait in the gateway's queue (no headers yet) or at the
   // server (no token yet) until the cut-off, which ends it.
-  const client = new Pool(o.url, { connections: 8192, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 })
+  const clients = o.url
+    .split(',')
+    .map((u) => new Pool(u, { connections: 8192, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 }))
   const ac = new AbortController()
   setMaxListeners(Number.POSITIVE_INFINITY, ac.signal)
   const s = o.scale
@@ -201,7 +204,8 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
   const all: Outcome[] = []
   const pending: Promise<void>[] = []
   const t0 = performance.now()
-  const ctx = { client, model: o.model, t0, signal: ac.signal }
+  const ctx = { model: o.model, t0, signal: ac.signal }
+  let sent = 0
   // timeline, and the window snapshots, read on time whatever the sending loop is doing
   let at = 0
   const placed = o.segments.map((seg) => {
@@ -248,7 +252,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       p.sendLag.push(Math.max(0, now - due))
       const out = perSegment[i] as Outcome[]
       pending.push(
-        sendOne({ ...ctx, tag }, a, due).then((r) => {
+        sendOne({ ...ctx, client: clients[sent++ % clients.length] as Pool, tag }, a, due).then((r) => {
           out.push(r)
           all.push(r)
           ended++
@@ -268,7 +272,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
   ac.abort()
   await Promise.all(pending)
   const wallMs = performance.now() - t0
-  await client.destroy().catch(() => {})
+  await Promise.all(clients.map((c) => c.destroy().catch(() => {})))
   const segments: SegmentResult[] = []
   for (const [i, p] of placed.entries()) {
     segments.push({

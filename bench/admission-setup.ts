@@ -11,6 +11,7 @@ import { pct } from './admission-report.js'
 import { type LengthMix, lognormalParams, sampleMean } from './admission-workload.js'
 
 export interface SetupFacts {
+  readonly title?: string
   readonly quick: boolean
   readonly scale: number
   readonly file: BenchFile
@@ -39,7 +40,7 @@ export function setupSection(report: Report, f: SetupFacts): void {
   const g = gatewayConfig('http://sim', 'model', scale)
   const gi = g.classes.interactive
   const gb = g.classes.batch
-  report.heading('slo-gateway admission control under load', 1)
+  report.heading(f.title ?? 'slo-gateway admission control under load', 1)
   report.paragraph(
     [
       `Run ${new Date().toISOString()}${f.quick ? ' with `--quick`' : ''}. Machine: ${f.cores} × ${f.cpuModel}, ` +

@@ -11,7 +11,9 @@
  * of a class has the same lengths, only the spacing changes (a higher level offers more of the
  * same sequence in the same time). So the levels differ in load and in nothing else.
  */
+import { type ArrivalSpec, arrivalGaps } from '../src/loadgen/arrivals.js'
 import { deriveSeed, Rng } from '../src/sim/rng.js'
+import { type MessagePart, type PrefixSpec, shapeConversations } from './admission-conversations.js'
 
 export interface LognormalComponent {
   readonly weight: number
@@ -40,12 +42,28 @@ export interface Arrival {
   readonly atMs: number
   readonly promptTokens: number
   readonly outputTokens: number
+  /** Prefix-sharing traffic: the prompt's messages (without: one user message unique to the request). */
+  readonly messages?: readonly MessagePart[]
+  /** Sends `x-gateway-allow-demotion: true` (the gateway may queue it as batch instead of refusing it). */
+  readonly allowDemotion?: boolean
 }
 
 export interface WorkloadSpec {
   readonly seed: number
   readonly interactive: ClassShape
   readonly batch: ClassShape
+  /** Interactive's arrival process (default Poisson); batch's is always Poisson. */
+  readonly arrivals?: ArrivalSpec
+  /** Interactive as prefix-sharing conversations (admission-conversations.ts). */
+  readonly prefix?: PrefixSpec
+  /** Share of interactive requests that allow demotion to batch (drawn from a stream of its own). */
+  readonly allowDemotion?: number
+}
+
+/** Gamma arrivals with this coefficient of variation (CV = 1/sqrt(shape); 1 is Poisson). */
+export function gammaWithCv(cv: number): ArrivalSpec {
+  if (!(cv > 0)) throw new RangeError(`coefficient of variation: expected > 0, got ${cv}`)
+  return { process: 'gamma', burstiness: 1 / (cv * cv) }
 }
 
 /** μ and σ of the underlying normal of a component, and its (unclamped) mean e^(μ+σ²/2). */
@@ -76,16 +94,30 @@ const STREAM = { interactive: 1, batch: 2 } as const
 export function classSequence(spec: WorkloadSpec, cls: BenchClass, count: number): Arrival[] {
   const rng = new Rng(deriveSeed(spec.seed, STREAM[cls]))
   const shape = spec[cls]
+  const process = cls === 'interactive' && spec.arrivals !== undefined ? spec.arrivals : POISSON
+  const gap = arrivalGaps(process, 1, rng)
   const out: Arrival[] = []
   let t = 0
   for (let seq = 0; seq < count; seq++) {
-    t += rng.exponential(1000)
+    t += gap()
     const promptTokens = drawLength(shape.prompt, rng)
     const outputTokens = drawLength(shape.output, rng)
     out.push({ seq, cls, atMs: t, promptTokens, outputTokens })
   }
-  return out
+  if (cls !== 'interactive') return out
+  const turns = spec.prefix === undefined ? undefined : shapeConversations(out, spec.prefix, spec.seed)
+  const demote = new Rng(deriveSeed(spec.seed, STREAM_DEMOTION))
+  const share = spec.allowDemotion ?? 0
+  return out.map((a, i) => {
+    const s = turns?.[i]
+    const shaped = s === undefined ? a : { ...a, promptTokens: s.promptTokens, messages: s.messages }
+    return demote.next() < share ? { ...shaped, allowDemotion: true } : shaped
+  })
 }
+
+const STREAM_DEMOTION = 4
+
+const POISSON: ArrivalSpec = { process: 'poisson', burstiness: 1 }
 
 /** A class's arrivals at `ratePerS` within [0, durationMs) of model time. */
 export function classArrivals(
@@ -97,7 +129,10 @@ export function classArrivals(
   if (!(ratePerS > 0)) return []
   // enough draws for the window with a wide margin: Poisson(λT) exceeds λT + 10·sqrt(λT) + 20 never in practice
   const expected = (ratePerS * durationMs) / 1000
-  const seq = classSequence(spec, cls, Math.ceil(expected + 10 * Math.sqrt(expected) + 20))
+  // bursty arrivals (gamma, CV c) spread the count c times wider: the margin grows with it
+  const cv =
+    cls === 'interactive' && spec.arrivals?.process === 'gamma' ? 1 / Math.sqrt(spec.arrivals.burstiness) : 1
+  const seq = classSequence(spec, cls, Math.ceil(expected + 10 * cv * Math.sqrt(expected) + 20))
   return seq.map((a) => ({ ...a, atMs: a.atMs / ratePerS })).filter((a) => a.atMs < durationMs)
 }
 
@@ -129,8 +164,24 @@ const FILLER = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do ei
  * the prefix cache cannot skip its prefill. Needs tokens ≥ 5 + ceil(tag/4); shorter is padded up.
  */
 export function promptText(tag: string, tokens: number): string {
-  const chars = Math.max(tag.length + 1, 4 * (tokens - 4))
+  return contentText(tag, tokens - 4)
+}
+
+/** A message content of exactly `contentTokens` tokens (4 characters each), starting with its tag. */
+function contentText(tag: string, contentTokens: number): string {
+  const chars = Math.max(tag.length + 1, 4 * contentTokens)
   let body = `${tag} `
   while (body.length < chars) body += FILLER.slice(0, chars - body.length)
   return body
+}
+
+/**
+ * The chat messages of a request in a run tagged `tag`: its conversation's messages (equal keys
+ * give equal text within the run, so the server's prefix cache can hold them), or one user
+ * message unique to the request.
+ */
+export function chatMessages(tag: string, a: Arrival): { role: string; content: string }[] {
+  if (a.messages === undefined)
+    return [{ role: 'user', content: promptText(`${tag}-${a.cls}-${a.seq}`, a.promptTokens) }]
+  return a.messages.map((m) => ({ role: m.role, content: contentText(`${tag}-${m.key}`, m.tokens) }))
 }

@@ -134,7 +134,7 @@ export async function admissionWired(t: Target): Promise<boolean | undefined> {
   }
 }
 
-function render(template: string, vars: Record<string, string | number>): string {
+export function render(template: string, vars: Record<string, string | number>): string {
   let out = template
   for (const [k, v] of Object.entries(vars)) out = out.replaceAll(`__${k}__`, String(v))
   return out

@@ -1,0 +1,119 @@
+/**
+ * What a load level's interactive requests say about the quality of admission, beyond goodput,
+ * all measured at the client (model time): how long refusals took, how many admitted requests
+ * were shed from the queue (queue_timeout), what each degrade action did and whether the
+ * requests it touched met their SLOs, and the refusal rate by prompt-length bucket (a policy
+ * that wins by refusing long prompts shows here).
+ */
+import { percentile, sorted } from '../src/loadgen/report.js'
+import { PROMPT_LENGTH_BUCKETS, promptLengthBucket } from '../src/telemetry/length-buckets.js'
+import type { Outcome } from './admission-client.js'
+import { type ClassSlo, judge } from './admission-metrics.js'
+import type { SegmentResult } from './admission-run.js'
+
+export interface BucketRefusals {
+  readonly bucket: string
+  readonly offered: number
+  readonly refused: number
+  readonly rate: number
+}
+
+export interface DegradeTally {
+  readonly action: string
+  readonly count: number
+  /** Met the interactive objectives (TTFT and TPOT) they were sent with. */
+  readonly metSlo: number
+}
+
+export interface Quality {
+  /** Refusals (429/503) other than queue_timeout: send to response headers, model ms. */
+  readonly refusalP99Ms: number
+  /** The same, wall ms (the gateway's own decision time is not slowed by the time scale). */
+  readonly refusalP99WallMs: number
+  readonly refusals: number
+  /** Every refusal, queue_timeout and the proxies' own 503s included, model ms. */
+  readonly anyRefusalP99Ms: number
+  readonly queueTimeouts: number
+  /** queue_timeout ÷ (admitted + queue_timeout): the admitted requests that were shed later. */
+  readonly queueTimeoutShare: number
+  readonly degraded: readonly DegradeTally[]
+  readonly buckets: readonly BucketRefusals[]
+}
+
+const refused = (o: Outcome) => o.status === 503 || o.status === 429
+
+/** Interactive requests judged in the segment's window (arrivals in it). */
+export function judgedInteractive(seg: SegmentResult): Outcome[] {
+  const w = seg.window
+  return seg.outcomes.filter(
+    (o) => o.arrival.cls === 'interactive' && o.arrival.atMs >= w.fromMs && o.arrival.atMs < w.toMs,
+  )
+}
+
+function p99(values: number[]): number {
+  return values.length === 0 ? Number.NaN : percentile(sorted(values), 99)
+}
+
+export function bucketRefusals(judged: readonly Outcome[]): BucketRefusals[] {
+  const out: BucketRefusals[] = []
+  for (const b of PROMPT_LENGTH_BUCKETS) {
+    const inBucket = judged.filter((o) => promptLengthBucket(o.arrival.promptTokens) === b.label)
+    if (inBucket.length === 0) continue
+    const n = inBucket.filter(refused).length
+    out.push({ bucket: b.label, offered: inBucket.length, refused: n, rate: n / inBucket.length })
+  }
+  return out
+}
+
+/** The longest bucket's refusal rate ÷ the shortest's (NaN with fewer than two buckets). */
+export function longestVsShortest(buckets: readonly BucketRefusals[]): { ratio: number; text: string } {
+  const first = buckets[0]
+  const last = buckets[buckets.length - 1]
+  if (first === undefined || last === undefined || buckets.length < 2)
+    return { ratio: Number.NaN, text: 'n/a' }
+  // neither refused anything: equal; only the longest refused: unbounded
+  const ratio =
+    last.rate === 0
+      ? first.rate === 0
+        ? 1
+        : 0
+      : first.rate === 0
+        ? Number.POSITIVE_INFINITY
+        : last.rate / first.rate
+  const pc = (v: number) => `${(v * 100).toFixed(1)}%`
+  return { ratio, text: `${last.bucket} ${pc(last.rate)} vs ${first.bucket} ${pc(first.rate)}` }
+}
+
+export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quality {
+  const judged = judgedInteractive(seg)
+  const until = seg.window.judgeUntilMs * scale
+  const latency = (o: Outcome) => ((o.headersMs ?? o.sentMs) - o.sentMs) / scale
+  const refusals = judged.filter(refused)
+  const early = refusals.filter((o) => o.rejectReason !== 'queue_timeout')
+  const queueTimeouts = refusals.length - early.length
+  const admitted = judged.filter(
+    (o) => !refused(o) && o.error === undefined && (o.status === 200 || o.status === 0),
+  )
+  const tally = new Map<string, { count: number; metSlo: number }>()
+  for (const o of admitted) {
+    if (o.degraded === undefined) continue
+    const good = judge(o, slo, scale, until).good
+    for (const action of o.degraded.split(',')) {
+      const t = tally.get(action) ?? { count: 0, metSlo: 0 }
+      t.count++
+      if (good) t.metSlo++
+      tally.set(action, t)
+    }
+  }
+  const sheddable = admitted.length + queueTimeouts
+  return {
+    refusalP99Ms: p99(early.map(latency)),
+    refusalP99WallMs: p99(early.map((o) => latency(o) * scale)),
+    refusals: early.length,
+    anyRefusalP99Ms: p99(refusals.map(latency)),
+    queueTimeouts,
+    queueTimeoutShare: sheddable > 0 ? queueTimeouts / sheddable : Number.NaN,
+    degraded: [...tally.entries()].map(([action, t]) => ({ action, ...t })),
+    buckets: bucketRefusals(judged),
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Issue 14's bench targets (acceptance 2), per workload, as rows of hit or missed with the
+ * figure behind each. Benchmarks report; they never assert: a miss is a row, not a failure.
+ */
+import { fmt, type Report } from '../src/loadgen/report.js'
+import { bestHaproxy, pathLabel, ratioToBest } from './admission-compare.js'
+import type { EstimatorError } from './admission-metrics.js'
+import { longestVsShortest } from './admission-quality.js'
+import { type LevelResult, pct } from './admission-report.js'
+
+export const TARGETS_14 = {
+  ratioAt4: 1.5,
+  ratioAt2: 1.2,
+  ratioEvery: 1,
+  admittedGood: 0.95,
+  queueTimeout: 0.02,
+  refusalWallMs: 5,
+  estP50: 0.15,
+  estP90: 0.35,
+  coldP90: 0.6,
+  bucketRatio: 2,
+} as const
+
+export interface WorkloadOutcome {
+  readonly name: string
+  readonly levels: readonly LevelResult[]
+  /** Interactive estimator error in the cold-start window (a fresh gateway, default config). */
+  readonly cold: EstimatorError
+  /** ... and over the levels after it (steady state). */
+  readonly steady: EstimatorError
+  /** Length-aware objectives on (the bucket target applies). */
+  readonly lengthAware: boolean
+}
+
+export interface TargetRow {
+  readonly workload: string
+  readonly target: string
+  readonly figure: string
+  /** undefined: nothing to judge (a path missing, nothing refused). */
+  readonly hit: boolean | undefined
+}
+
+const judged = (ok: boolean | undefined) => (ok === undefined ? 'n/a' : ok ? 'hit' : '**missed**')
+
+function ratioRows(w: WorkloadOutcome): TargetRow[] {
+  const rows: TargetRow[] = []
+  for (const l of w.levels) {
+    const r = ratioToBest(l)
+    const b = bestHaproxy(l.runs)
+    const need =
+      l.level >= 4 ? TARGETS_14.ratioAt4 : l.level >= 2 ? TARGETS_14.ratioAt2 : TARGETS_14.ratioEvery
+    const g = l.runs.gateway?.perClass.interactive.goodputRps
+    rows.push({
+      workload: w.name,
+      target: `${l.level}×: goodput ≥ ${need}× best HAProxy`,
+      figure:
+        g === undefined || b === undefined
+          ? 'n/a'
+          : `${fmt(g, 2)} vs ${fmt(b.goodputRps, 2)} req/s (${pathLabel(b.key)}) = ${Number.isFinite(r) ? `${fmt(r, 2)}×` : r > 0 ? '∞' : 'n/a'}`,
+      hit: Number.isNaN(r) ? undefined : r >= need,
+    })
+  }
+  return rows
+}
+
+function overloadRows(w: WorkloadOutcome): TargetRow[] {
+  const rows: TargetRow[] = []
+  for (const l of w.levels.filter((x) => x.level >= 2)) {
+    const i = l.runs.gateway?.perClass.interactive
+    const q = l.quality.gateway
+    if (i === undefined || q === undefined) continue
+    rows.push(
+      {
+        workload: w.name,
+        target: `${l.level}×: admitted meeting TTFT and TPOT ≥ ${pct(TARGETS_14.admittedGood, 0)}`,
+        figure: `${pct(i.attainmentAdmitted)} of ${i.admitted}`,
+        hit: i.admitted > 0 ? i.attainmentAdmitted >= TARGETS_14.admittedGood : undefined,
+      },
+      {
+        workload: w.name,
+        target: `${l.level}×: queue_timeout ≤ ${pct(TARGETS_14.queueTimeout, 0)} of admitted`,
+        figure: `${q.queueTimeouts} = ${pct(q.queueTimeoutShare)}`,
+        hit: Number.isNaN(q.queueTimeoutShare) ? undefined : q.queueTimeoutShare <= TARGETS_14.queueTimeout,
+      },
+      {
+        workload: w.name,
+        target: `${l.level}×: refusal at arrival p99 < ${TARGETS_14.refusalWallMs} ms (wall)`,
+        figure: q.refusals === 0 ? 'no refusals' : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals})`,
+        hit: q.refusals === 0 ? undefined : q.refusalP99WallMs < TARGETS_14.refusalWallMs,
+      },
+    )
+  }
+  return rows
+}
+
+function estimatorRows(w: WorkloadOutcome): TargetRow[] {
+  const e = w.steady
+  const c = w.cold
+  const has = (x: EstimatorError) => (x.count > 0 ? true : undefined)
+  return [
+    {
+      workload: w.name,
+      target: `estimator at the client, steady: p50 ≤ ${pct(TARGETS_14.estP50, 0)}, p90 ≤ ${pct(TARGETS_14.estP90, 0)}`,
+      figure: `p50 ${pct(e.medianAbs)}, p90 ${pct(e.p90Abs)} (n=${e.count}, median signed ${pct(e.medianSigned)})`,
+      hit: has(e) && e.medianAbs <= TARGETS_14.estP50 && e.p90Abs <= TARGETS_14.estP90,
+    },
+    {
+      workload: w.name,
+      target: `estimator at the client, cold start: p90 ≤ ${pct(TARGETS_14.coldP90, 0)}`,
+      figure: `p50 ${pct(c.medianAbs)}, p90 ${pct(c.p90Abs)} (n=${c.count})`,
+      hit: has(c) && c.p90Abs <= TARGETS_14.coldP90,
+    },
+  ]
+}
+
+function bucketRow(w: WorkloadOutcome): TargetRow[] {
+  const l = w.levels.find((x) => x.level === 2)
+  const q = l?.quality.gateway
+  if (q === undefined) return []
+  const { ratio, text } = longestVsShortest(q.buckets)
+  return [
+    {
+      workload: w.name,
+      target: `2×: refusal rate longest ÷ shortest prompt bucket ≤ ${TARGETS_14.bucketRatio}${w.lengthAware ? '' : ' (objectives not length-aware: information)'}`,
+      figure: `${text} = ${Number.isFinite(ratio) ? fmt(ratio, 2) : ratio > 0 ? '∞' : 'n/a'}`,
+      hit: w.lengthAware && !Number.isNaN(ratio) ? ratio <= TARGETS_14.bucketRatio : undefined,
+    },
+  ]
+}
+
+export function targetRows(w: WorkloadOutcome): TargetRow[] {
+  return [...ratioRows(w), ...overloadRows(w), ...estimatorRows(w), ...bucketRow(w)]
+}
+
+export function targetsTable(report: Report, outcomes: readonly WorkloadOutcome[]): void {
+  const rows = outcomes.flatMap(targetRows)
+  const hits = rows.filter((r) => r.hit === true).length
+  const misses = rows.filter((r) => r.hit === false).length
+  report.paragraph(
+    `${hits} hit, ${misses} missed, ${rows.length - hits - misses} not judged (n/a or information).`,
+  )
+  report.table(
+    ['workload', 'target', 'measured', 'verdict'],
+    rows.map((r) => [r.workload, r.target, r.figure, judged(r.hit)]),
+  )
+}
