@@ -21,7 +21,17 @@ export interface FloorRun {
   readonly levels: ReadonlyMap<number, SegmentMetrics>
 }
 
-export interface FloorOptions {
+/** What every run of the bench shares: the objectives, the log and the children to stop on a signal. */
+export interface BenchContext {
+  readonly slos: Record<BenchClass, ClassSlo>
+  readonly log: (s: string) => void
+  /** True once the bench stops its children itself. */
+  readonly stopping: () => boolean
+  /** Where a started child is registered, so a signal stops it. */
+  readonly children: Child[]
+}
+
+export interface FloorOptions extends BenchContext {
   readonly minShares: readonly number[]
   readonly simUrl: string
   readonly simStatsUrl: string
@@ -30,11 +40,6 @@ export interface FloorOptions {
   /** The warm-up, then one segment per level (in `levels` order). */
   readonly segments: readonly Segment[]
   readonly levels: readonly number[]
-  readonly slos: Record<BenchClass, ClassSlo>
-  readonly log: (s: string) => void
-  readonly stopping: () => boolean
-  /** Where a started gateway is registered, so a signal stops it. */
-  readonly children: Child[]
 }
 
 /** Parses `--floors`: comma-separated shares in [0, 1]. */

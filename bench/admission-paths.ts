@@ -9,8 +9,8 @@ import { loadProfile } from '../src/sim/index.js'
 import { measureCapacity, type ReferenceLevel, referenceLevel } from './admission-capacity.js'
 import { haproxyKey, pathLabel } from './admission-compare.js'
 import type { BenchFile } from './admission-config.js'
-import { type FloorRun, runFloors } from './admission-floor.js'
-import type { ClassSlo, EstimatorError } from './admission-metrics.js'
+import { type BenchContext, type FloorRun, runFloors } from './admission-floor.js'
+import type { EstimatorError } from './admission-metrics.js'
 import { estimatorError, segmentMetrics, segmentSummary } from './admission-metrics.js'
 import { type RunningPeer, startPeer } from './admission-peers.js'
 import { forgetHashes } from './admission-prefix-hashes.js'
@@ -26,14 +26,14 @@ import {
   waitIdle,
 } from './admission-run.js'
 import { spawnChild } from './admission-spawn.js'
-import { type BenchClass, mergedArrivals } from './admission-workload.js'
+import { mergedArrivals } from './admission-workload.js'
 import type { Workload } from './admission-workloads.js'
 import type { Child } from './processes.js'
 
 export const PATHS = ['direct', 'nginx', 'haproxy', 'gateway', 'floors'] as const
 export type PathName = (typeof PATHS)[number]
 
-export interface WorkloadRunOptions {
+export interface WorkloadRunOptions extends BenchContext {
   readonly root: string
   readonly file: BenchFile
   readonly workload: Workload
@@ -41,11 +41,6 @@ export interface WorkloadRunOptions {
   readonly windows: BenchFile['run']['full']
   readonly paths: readonly PathName[]
   readonly minShares: readonly number[]
-  readonly slos: Record<BenchClass, ClassSlo>
-  readonly log: (s: string) => void
-  readonly stopping: () => boolean
-  /** Where started children are registered, so a signal stops them. */
-  readonly children: Child[]
   /** Every run's outcomes, for --raw. */
   readonly keep: (path: string, run: RunResult) => void
 }

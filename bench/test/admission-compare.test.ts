@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest'
+import type { Outcome } from '../admission-client.js'
+import { bestHaproxy, haproxyKey, ratioToBest } from '../admission-compare.js'
+import { estimatorError, type SegmentMetrics } from '../admission-metrics.js'
+import { longestVsShortest, quality } from '../admission-quality.js'
+import type { LevelResult } from '../admission-report.js'
+import type { SegmentResult } from '../admission-run.js'
+import { targetRows, type WorkloadOutcome } from '../admission-targets.js'
+
+/** Only what the comparison reads of a run. */
+const metrics = (goodputRps: number, attainmentAdmitted = 1, admitted = 10) =>
+  ({
+    perClass: { interactive: { goodputRps, goodputTokS: goodputRps * 100, attainmentAdmitted, admitted } },
+  }) as unknown as SegmentMetrics
+
+const levelOf = (level: number, runs: Record<string, number>): LevelResult => ({
+  level,
+  interactiveRate: level * 10,
+  batchRate: 0,
+  runs: Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, metrics(v)])),
+  quality: {},
+})
+
+describe('best HAProxy and the ratio', () => {
+  it('picks the maxconn with the most goodput, per level, and ignores the other paths', () => {
+    const l = levelOf(2, {
+      direct: 9,
+      [haproxyKey(2)]: 3,
+      [haproxyKey(8)]: 5,
+      [haproxyKey(16)]: 4,
+      gateway: 7.5,
+    })
+    expect(bestHaproxy(l.runs)?.key).toBe('haproxy-8')
+    expect(ratioToBest(l)).toBeCloseTo(1.5, 9)
+    // ties go to the first (smallest) maxconn
+    expect(bestHaproxy(levelOf(1, { [haproxyKey(2)]: 3, [haproxyKey(4)]: 3 }).runs)?.key).toBe('haproxy-2')
+    expect(ratioToBest(levelOf(4, { [haproxyKey(2)]: 0, gateway: 2 }))).toBe(Number.POSITIVE_INFINITY)
+    expect(ratioToBest(levelOf(4, { gateway: 2 }))).toBeNaN()
+  })
+})
+
+describe("issue 14's targets", () => {
+  const outcome = (levels: LevelResult[], coldP90: number): WorkloadOutcome => ({
+    name: 'w',
+    levels,
+    cold: estimatorError([coldP90, -coldP90]),
+    steady: estimatorError([0.1, -0.1, 0.2]),
+    lengthAware: false,
+  })
+
+  it('asks 1.5× at 4×, 1.2× at 2× and 1× below, and says hit or missed with the figure', () => {
+    const rows = targetRows(
+      outcome(
+        [
+          levelOf(1, { [haproxyKey(4)]: 10, gateway: 10 }),
+          levelOf(2, { [haproxyKey(4)]: 10, gateway: 11.9 }),
+          levelOf(4, { [haproxyKey(4)]: 4, gateway: 6 }),
+        ],
+        0.7,
+      ),
+    )
+    const verdict = (prefix: string) => rows.find((r) => r.target.startsWith(prefix))
+    expect(verdict('1×: goodput ≥ 1× best')?.hit).toBe(true)
+    expect(verdict('2×: goodput ≥ 1.2× best')?.hit).toBe(false)
+    expect(verdict('2×: goodput ≥ 1.2× best')?.figure).toContain('1.19×')
+    expect(verdict('4×: goodput ≥ 1.5× best')?.hit).toBe(true)
+    // steady: p50 10%, p90 ~20% (both within); cold: p90 70% (> 60%)
+    expect(verdict('estimator at the client, steady')?.hit).toBe(true)
+    expect(verdict('estimator at the client, cold')?.hit).toBe(false)
+    const wide = targetRows({ ...outcome([], 0.5), steady: estimatorError([0.3, -0.3, 0.1]) })
+    expect(wide.find((r) => r.target.startsWith('estimator at the client, steady'))?.hit).toBe(false)
+    expect(wide.find((r) => r.target.startsWith('estimator at the client, cold'))?.hit).toBe(true)
+  })
+})
+
+const arrival = (seq: number, promptTokens: number) => ({
+  seq,
+  cls: 'interactive' as const,
+  atMs: 100 + seq,
+  promptTokens,
+  outputTokens: 3,
+})
+
+function outcome(seq: number, promptTokens: number, o: Partial<Outcome>): Outcome {
+  return {
+    arrival: arrival(seq, promptTokens),
+    dueMs: 0,
+    sentMs: 200,
+    status: 200,
+    tokenMs: [],
+    cut: false,
+    done: true,
+    ...o,
+  }
+}
+
+describe('admission quality at the client', () => {
+  const outcomes: Outcome[] = [
+    // refused at arrival in 1 and 3 wall ms; shed after 400 ms
+    outcome(0, 100, { status: 503, headersMs: 201, rejectReason: 'ttft_slo' }),
+    outcome(1, 5000, { status: 503, headersMs: 203, rejectReason: 'ttft_slo' }),
+    outcome(2, 5000, { status: 503, headersMs: 600, rejectReason: 'queue_timeout' }),
+    // admitted: one good (TTFT 100, TPOT 10), one degraded and good, one degraded and late
+    outcome(3, 100, { tokenMs: [300, 310, 320] }),
+    outcome(4, 100, { tokenMs: [300, 310, 320], degraded: 'cap_max_tokens' }),
+    outcome(5, 5000, { tokenMs: [1500, 1510, 1520], degraded: 'cap_max_tokens' }),
+  ]
+  const seg = {
+    segment: { name: '2×', measured: true, settleMs: 0, measureMs: 1000, tailMs: 1000, arrivals: [] },
+    window: { fromMs: 0, toMs: 1000, judgeUntilMs: 2000 },
+    outcomes,
+  } as unknown as SegmentResult
+
+  it('times refusals, counts queue_timeout against the admitted, and tallies degrade actions', () => {
+    const q = quality(seg, { ttftMs: 500, tpotMs: 50 }, 2)
+    expect(q.refusals).toBe(2)
+    // p99 of 1 and 3 wall ms (interpolated), model ms = wall / scale
+    expect(q.refusalP99WallMs).toBeCloseTo(2.98, 9)
+    expect(q.refusalP99Ms).toBeCloseTo(1.49, 9)
+    expect(q.anyRefusalP99Ms).toBeGreaterThan(190)
+    expect(q.anyRefusalP99Ms).toBeLessThanOrEqual(200)
+    expect(q.queueTimeouts).toBe(1)
+    expect(q.queueTimeoutShare).toBeCloseTo(1 / 4, 9)
+    expect(q.degraded).toEqual([{ action: 'cap_max_tokens', count: 2, metSlo: 1 }])
+    expect(q.buckets.map((b) => [b.bucket, b.offered, b.refused])).toEqual([
+      ['0-256', 3, 1],
+      ['4k-16k', 3, 2],
+    ])
+    const { ratio, text } = longestVsShortest(q.buckets)
+    expect(ratio).toBeCloseTo(2, 9)
+    expect(text).toBe('4k-16k 66.7% vs 0-256 33.3%')
+  })
+
+  it('judges a length-aware objective by the prompt: a long prompt gets its allowance', () => {
+    const q = quality(seg, { ttftMs: 500, ttftPer1kMs: 100, tpotMs: 50 }, 2)
+    // request 5: TTFT (1500 - 200) / 2 = 650 ms model: late against 500, in time against 500 + 5 × 100
+    const late = quality(seg, { ttftMs: 100, tpotMs: 50 }, 4)
+    const aware = quality(seg, { ttftMs: 100, ttftPer1kMs: 100, tpotMs: 50 }, 4)
+    expect(q.degraded[0]?.metSlo).toBe(2)
+    expect(late.degraded[0]?.metSlo).toBe(1)
+    expect(aware.degraded[0]?.metSlo).toBe(2)
+  })
+})
