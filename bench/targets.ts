@@ -1,8 +1,9 @@
 /**
- * What the overhead bench measures: the trivial upstream itself and the proxies in front
- * of it (the gateway with telemetry on and off, nginx, haproxy), each a child process.
+ * What the overhead benches measure: the trivial upstream itself and the proxies in front
+ * of it (the gateway with telemetry on and off, or with every feature on; nginx, haproxy;
+ * Portkey's AI gateway), each a child process.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
@@ -11,7 +12,7 @@ import { type Child, freePort, start, waitReady, which } from './processes.js'
 /** The trivial upstream built to plain JS (bench/tsconfig.build.json), relative to the root. */
 export const UPSTREAM_JS = 'bench/dist/trivial-upstream.js'
 
-export type TargetKey = 'direct' | 'gateway' | 'gateway-off' | 'nginx' | 'haproxy'
+export type TargetKey = 'direct' | 'gateway' | 'gateway-off' | 'gateway-all' | 'nginx' | 'haproxy' | 'portkey'
 
 export interface Target {
   readonly key: TargetKey
@@ -21,6 +22,8 @@ export interface Target {
   readonly child?: Child
   /** The gateway's admin listener. */
   readonly admin?: string
+  /** Headers every request to it must carry (routing for Portkey, the API key for gateway-all). */
+  readonly headers?: Readonly<Record<string, string>>
   stop(): Promise<void>
 }
 
@@ -37,10 +40,10 @@ const SMALL_CHAT = JSON.stringify({
 })
 
 /** One small chat completion answered 200. */
-async function answers(origin: string): Promise<boolean> {
+async function answers(origin: string, headers: Readonly<Record<string, string>> = {}): Promise<boolean> {
   const res = await request(`${origin}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: SMALL_CHAT,
   })
   await res.body.dump()
@@ -84,15 +87,17 @@ async function proxy(
   port: number,
   cleanup?: () => void,
   admin?: string,
+  headers?: Readonly<Record<string, string>>,
 ) {
   const origin = `http://127.0.0.1:${port}`
-  await waitReady(child, () => answers(origin))
+  await waitReady(child, () => answers(origin, headers))
   const target: Target = {
     key,
     label,
     origin,
     child,
     ...(admin === undefined ? {} : { admin }),
+    ...(headers === undefined ? {} : { headers }),
     stop: async () => {
       await child.stop()
       cleanup?.()
@@ -175,5 +180,85 @@ export async function startHaproxy(root: string, up: Upstream, core: number | un
   const child = start('haproxy', bin, ['-db', '-f', join(dir, 'haproxy.cfg')], core)
   return proxy('haproxy', 'haproxy (1 thread)', child, port, () =>
     rmSync(dir, { recursive: true, force: true }),
+  )
+}
+
+/** The key of the tenant in bench/peers/gateway-all.yaml (its SHA-256 is in the file). */
+export const GATEWAY_ALL_KEY = 'sk-bench-all'
+
+/**
+ * `node dist/cli.js serve --config` bench/peers/gateway-all.yaml: API-key auth, a limited
+ * tenant, admission and telemetry all on, in front of the trivial upstream.
+ */
+export async function startGatewayAll(root: string, up: Upstream, core: number | undefined) {
+  const [port, admin] = [await freePort(), await freePort()]
+  const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-all-'))
+  const conf = render(readFileSync(join(root, 'bench/peers/gateway-all.yaml'), 'utf8'), {
+    PORT: port,
+    ADMIN_PORT: admin,
+    UPSTREAM: up.origin,
+  })
+  writeFileSync(join(dir, 'gateway.yaml'), conf)
+  const args = [join(root, 'dist/cli.js'), 'serve', '--config', join(dir, 'gateway.yaml')]
+  const child = start('gateway-all', process.execPath, args, core)
+  return proxy(
+    'gateway-all',
+    'slo-gateway, all features on (bench/peers/gateway-all.yaml)',
+    child,
+    port,
+    () => rmSync(dir, { recursive: true, force: true }),
+    `http://127.0.0.1:${admin}`,
+    { authorization: `Bearer ${GATEWAY_ALL_KEY}` },
+  )
+}
+
+/** Where npm put @portkey-ai/gateway's server (a bench devDependency); undefined when missing. */
+export function portkeyServer(root: string): string | undefined {
+  for (const base of [join(root, 'node_modules'), join(root, 'bench/node_modules')]) {
+    const file = join(base, '@portkey-ai/gateway/build/start-server.js')
+    if (existsSync(file)) return file
+  }
+  return undefined
+}
+
+/** Portkey's version from its package.json, or ''. */
+export function portkeyVersion(root: string): string {
+  const server = portkeyServer(root)
+  if (server === undefined) return ''
+  try {
+    const pkg = JSON.parse(readFileSync(join(server, '../../package.json'), 'utf8')) as { version?: string }
+    return pkg.version ?? ''
+  } catch {
+    return ''
+  }
+}
+
+/**
+ * Portkey's AI gateway (`@portkey-ai/gateway`, Node build, `--headless`, NODE_ENV=production):
+ * it routes each request by its headers, here `x-portkey-provider: openai` with
+ * `x-portkey-custom-host` the upstream's /v1. Undefined when the package is not installed.
+ */
+export async function startPortkey(root: string, up: Upstream, core: number | undefined) {
+  const server = portkeyServer(root)
+  if (server === undefined) return undefined
+  const port = await freePort()
+  const child = start(
+    'portkey',
+    'env',
+    ['NODE_ENV=production', process.execPath, server, `--port=${port}`, '--headless'],
+    core,
+  )
+  return proxy(
+    'portkey',
+    `Portkey AI gateway ${portkeyVersion(root)} (Node)`,
+    child,
+    port,
+    undefined,
+    undefined,
+    {
+      'x-portkey-provider': 'openai',
+      'x-portkey-custom-host': `${up.origin}/v1`,
+      authorization: 'Bearer sk-unused',
+    },
   )
 }
