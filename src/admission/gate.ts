@@ -13,7 +13,7 @@ import {
 } from '../config/schema.js'
 import { DecodeGuard } from './decode-guard.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
-import { fitsBudget, PrefillLedger } from './prefill-ledger.js'
+import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
 import type { ServerView } from './ttft-estimator.js'
 
 export interface GateLimits {
@@ -229,10 +229,10 @@ export class EndpointGates {
   /**
    * A request of `promptTokens` was sent to `endpoint`, its first token expected in
    * `expectedMs`: counts its prompt until its first token. Returns the call that uncounts
-   * the prompt (once).
+   * the prompt (once). `joined`: told the prompt tokens sent there after it, until then.
    */
-  dispatched(endpoint: string, promptTokens: number, expectedMs: number): () => void {
-    return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs)
+  dispatched(endpoint: string, promptTokens: number, expectedMs: number, joined?: JoinedSink): () => void {
+    return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs, joined)
   }
 
   /** A gap between two tokens of a stream from `endpoint`: into its live ITL. Returns a window's mean when one closed. */

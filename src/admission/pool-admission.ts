@@ -287,7 +287,7 @@ export class PoolAdmission {
     this.estimator.onDispatch(w.promptTokens, pending, learn && w.prediction.queueFeatures !== undefined)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
-    const uncount = this.gates.dispatched(endpoint, compute, expectedMs)
+    const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w)
     return new AdmittedLease(lease, w, this, uncount)
   }
 
@@ -347,8 +347,10 @@ export class PoolAdmission {
     // learning while a class is refused; only the queue part is per-class (see start()).
     if (t.firstTokenAt !== undefined && t.dispatchedAt !== undefined && w.serverFeatures !== undefined) {
       this.estimator.observeServer(w.serverFeatures, t.firstTokenAt - t.dispatchedAt)
-      // the prompt tokens it met there (pending + its own to compute): the engine's prefill rate
-      w.facts?.observePrefill(w.serverFeatures[1] ?? 0, t.firstTokenAt - t.dispatchedAt)
+      // the prompt tokens its prefill met there (pending, its own to compute as the server
+      // counted them, those sent after it that may have shared its step): the prefill rate
+      const pending = (w.serverFeatures[1] ?? 0) - (w.computeTokens ?? 0)
+      w.facts?.observePrefill(pending + prompt + w.joinedTokens, t.firstTokenAt - t.dispatchedAt)
       const ttftMs = t.firstTokenAt - t.arrivedAt
       if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, ttftMs)
       // the margin learns from requests admitted on their prediction (not from probes),

@@ -21,6 +21,8 @@ export class Waiting implements Queued {
   serverFeatures: readonly number[] | undefined = undefined
   /** Of its prompt tokens, those its endpoint was expected to compute (set at dispatch). */
   computeTokens: number | undefined = undefined
+  /** Prompt tokens sent to its endpoint after it and before its first token (prefill-ledger.ts). */
+  joinedTokens = 0
   /** Its endpoint's engine facts, which learn from its first token (set at dispatch). */
   facts: EngineFactsView | undefined = undefined
   /** Set when placed in a queue. */

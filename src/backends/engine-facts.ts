@@ -18,8 +18,10 @@
  *   prompt-token histograms of the requests it finished: prompt tokens (less prefix-cache
  *   hits) over prefill time less one step per request. A restarted gateway has the engine's
  *   history at its first scrape.
- * - `stepMs`, one engine step with a small batch: the least window mean of the inter-token
- *   gaps of the endpoint's streams (the decode guard's windows) over the last RING windows.
+ * - `stepMs`, one engine step with a small batch: the lower quartile of the window means of
+ *   the inter-token gaps of the endpoint's streams (the decode guard's windows) over the
+ *   last RING windows: windows with a prefill step in them are longer, and the least of them
+ *   would be biased low by jitter (a late chunk shortens the gap after it).
  * - `stepTokens`, the most prompt tokens one step computes (vLLM's max_num_batched_tokens):
  *   `capacity.max_num_batched_tokens`, else the engine's default, raised to the largest step
  *   the engine's iteration-tokens histogram shows (an engine never steps past its budget).
@@ -71,6 +73,8 @@ export const MIN_SAMPLES = 8
 const DECAY = 0.99
 /** Window means kept for the step time. */
 const RING = 32
+/** The quantile of the window means taken as the step time. */
+const STEP_QUANTILE = 0.25
 /** Windows before the measured step time is trusted. */
 const MIN_WINDOWS = 3
 /** The engine's histograms are read once they hold this many requests. */
@@ -155,7 +159,8 @@ export class EngineFacts implements EngineFactsView {
 
   stepMs(): Fact {
     if (this.opts.stepMs.source === 'config' || this.windows.length < MIN_WINDOWS) return this.opts.stepMs
-    return { value: Math.min(...this.windows), source: 'measured' }
+    const sorted = this.windows.slice().sort((a, b) => a - b)
+    return { value: sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0, source: 'measured' }
   }
 
   stepTokens(): Fact {
