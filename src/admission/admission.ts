@@ -14,7 +14,7 @@ import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import { objectivesFor, tenantObjectives } from '../objectives.js'
+import { objectivesFor } from '../objectives.js'
 import type { JsonBody } from '../openai/request-fields.js'
 import { INITIAL_CHARS_PER_TOKEN, type TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
@@ -22,13 +22,14 @@ import { classify } from './classify.js'
 import { applyStep } from './degrade/registry.js'
 import type { DegradableRequest } from './degrade/types.js'
 import type { AdmissionControl, Admitted, QueueDepth } from './face.js'
+import { forecast } from './forecast.js'
+import { walkLadder } from './ladder.js'
 import { acquireDirect, noBackend } from './pass-through.js'
 import { PoolAdmission, Waiting } from './pool-admission.js'
+import { type AdmissionLogger, warnUnreachableTpot, warnUnreachableTtft } from './startup-warnings.js'
 import type { Prediction } from './ttft-estimator.js'
 
-export interface AdmissionLogger {
-  warn(obj: object, msg?: string): void
-}
+export type { AdmissionLogger }
 
 export interface AdmitInput {
   readonly ticket: Ticket
@@ -61,6 +62,9 @@ export class Admission implements AdmissionControl {
   private readonly pools = new Map<BackendPool, PoolAdmission>()
   private readonly classNames: ReadonlySet<string>
   private readonly tokens: TokenEstimator | undefined
+  private readonly logger: AdmissionLogger | undefined
+  /** Unreachable TPOT objectives already logged (pool, class). */
+  private readonly tpotWarned = new Set<string>()
 
   constructor(
     config: GatewayConfig,
@@ -74,34 +78,11 @@ export class Admission implements AdmissionControl {
     this.clock = clock
     this.tokens = tokens
     this.classNames = new Set(Object.keys(config.classes))
+    this.logger = logger
     for (const pool of backends.pools()) {
       const pa = this.poolAdmission(pool)
-      // Say at startup what no request will get: every request of such a class is refused
-      // with ttft_unreachable (x-should-retry: false).
-      for (const u of pa.unreachableObjectives()) {
-        logger?.warn(
-          { pool: pool.name, ...u },
-          `the ${u.class} TTFT objective (${u.sloMs} ms) is below the least TTFT pool ${pool.name} is predicted to give (${u.idleTtftMs} ms, an idle server); every ${u.class} request there will be refused (ttft_unreachable). Raise classes.${u.class}.slo.ttft_ms, or set admission.estimator priors that match the servers`,
-        )
-      }
-      // and what no request of a tenant whose override is tighter will get
-      for (const [index, tenant] of config.tenants.entries()) {
-        const own = tenantObjectives(tenant.slo, config.classes) ?? {}
-        for (const [name, o] of Object.entries(own)) {
-          const idle = o.ttft_ms === undefined ? undefined : pa.unreachableMs(name, 1, o.ttft_ms)
-          if (idle === undefined) continue
-          logger?.warn(
-            {
-              pool: pool.name,
-              tenant: tenant.id,
-              class: name,
-              sloMs: o.ttft_ms,
-              idleTtftMs: Math.round(idle),
-            },
-            `tenant ${tenant.id}'s ${name} TTFT objective (${o.ttft_ms} ms) is below the least TTFT pool ${pool.name} is predicted to give (${Math.round(idle)} ms, an idle server); every ${name} request of ${tenant.id} there will be refused (ttft_unreachable). Raise tenants[${index}].slo.${name}.ttft_ms`,
-          )
-        }
-      }
+      warnUnreachableTtft(pa, config, logger)
+      warnUnreachableTpot(pa, this.tpotWarned, logger)
     }
   }
 
@@ -159,22 +140,29 @@ export class Admission implements AdmissionControl {
     let budget = pa.ttftBudget(className, slo)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let blocks = this.blocksFor(pa, t, body)
-    let {
-      prediction: p,
-      usable,
-      kvBlocked,
-      leastComputeTokens,
-    } = pa.predict(className, promptTokens, kvTokens, blocks)
-    if (usable === 0) return this.noBackend(t, req.pool)
-    const steps = cls.reject_on_ttft ? cls.degrade : []
-    for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
-      const step = steps[i]!
+    let pp = pa.predict(className, promptTokens, kvTokens, blocks)
+    if (pp.usable === 0) return this.noBackend(t, req.pool)
+    const margin = this.config.admission.margin
+    // what it is predicted to miss now: TTFT, KV room, TPOT, E2E (forecast.ts)
+    const threats = () =>
+      forecast({
+        ttftMs: pp.prediction.totalMs,
+        ttftBudgetMs: budget,
+        kvBlocked: pp.kvBlocked,
+        kvOvercommit: pp.kvOvercommit,
+        stepMs: pp.stepMs,
+        outputTokens: req.expectedOutput,
+        tpotMs: objectives.tpot_ms,
+        e2eMs: objectives.e2e_ms,
+        margin,
+      }).threats
+    let lost = false
+    const applied = walkLadder(cls.reject_on_ttft ? cls.degrade : [], threats, (step) => {
       if (step.action === 'demote_to_batch') {
         // queued in the other class instead of refused, where the tenant or request allows it
         const to = this.config.classes[step.class]
-        if (!t.demotable || to === undefined || step.class === className) continue
-        if (t.tenantAllowedClasses !== undefined && !t.tenantAllowedClasses.has(step.class)) continue
-        t.degraded.push(step.action)
+        if (!t.demotable || to === undefined || step.class === className) return 'skipped'
+        if (t.tenantAllowedClasses !== undefined && !t.tenantAllowedClasses.has(step.class)) return 'skipped'
         className = step.class
         t.class = className
         cls = to
@@ -182,31 +170,25 @@ export class Admission implements AdmissionControl {
         t.slo = objectives
         slo = objectives.ttft_ms
         budget = pa.ttftBudget(className, slo)
-        ;({
-          prediction: p,
-          usable,
-          kvBlocked,
-          leastComputeTokens,
-        } = pa.predict(className, promptTokens, kvTokens, blocks))
-        if (usable === 0) return this.noBackend(t, req.pool)
+        pp = pa.predict(className, promptTokens, kvTokens, blocks)
+        lost ||= pp.usable === 0
         // the rest of the ladder is the interactive class's: the demoted request is done with it
-        break
+        return 'done'
       }
-      if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) continue
-      t.degraded.push(step.action)
+      if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) return 'skipped'
       const before = pa
       pa = this.poolAdmission(req.pool)
       if (pa !== before) blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
       budget = pa.ttftBudget(className, slo)
       kvTokens = promptTokens + req.choices * req.expectedOutput
-      ;({
-        prediction: p,
-        usable,
-        kvBlocked,
-        leastComputeTokens,
-      } = pa.predict(className, promptTokens, kvTokens, blocks))
-      if (usable === 0) return this.noBackend(t, req.pool)
-    }
+      pp = pa.predict(className, promptTokens, kvTokens, blocks)
+      lost ||= pp.usable === 0
+      return lost ? 'done' : 'applied'
+    })
+    t.degraded.push(...applied)
+    if (lost) return this.noBackend(t, req.pool)
+    const p = pp.prediction
+    const { kvBlocked, leastComputeTokens } = pp
     t.predictedTtftMs = p.totalMs
     if (req.pool !== input.pool) {
       t.poolName = req.pool.name
@@ -289,7 +271,11 @@ export class Admission implements AdmissionControl {
 
   /** After a scrape or a membership change: let every pool dispatch what it can. */
   pumpAll(): void {
-    for (const pa of this.pools.values()) pa.schedulePump()
+    for (const pa of this.pools.values()) {
+      pa.syncFacts()
+      warnUnreachableTpot(pa, this.tpotWarned, this.logger)
+      pa.schedulePump()
+    }
   }
 
   state(): object {

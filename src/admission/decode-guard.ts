@@ -73,14 +73,16 @@ export class DecodeGuard {
     }
   }
 
-  /** Records one inter-chunk gap of a stream from `endpoint`. */
-  observe(endpoint: string, gapMs: number, now: number): void {
+  /** Records one inter-chunk gap of a stream from `endpoint`; returns the window's mean when this closed one. */
+  observe(endpoint: string, gapMs: number, now: number): number | undefined {
     let m = this.meters.get(endpoint)
     if (m === undefined) {
       m = new ItlMeter(now)
       this.meters.set(endpoint, m)
     }
-    if (m.record(gapMs, now, this.windowMs)) this.onChange?.()
+    if (!m.record(gapMs, now, this.windowMs)) return undefined
+    this.onChange?.()
+    return m.value
   }
 
   /** The endpoint's current ITL, ms; undefined when nothing was measured in the last two windows. */

@@ -2,11 +2,18 @@
  * Dispatch gates: may an endpoint take one more request of a class now? And what do the
  * servers of a pool look like to the estimator?
  */
+import type { EngineFactsView, Fact } from '../backends/engine-facts.js'
 import type { EndpointView } from '../backends/types.js'
 import type { Clock } from '../clock.js'
-import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
+import {
+  type AdmissionConfig,
+  type ClassConfig,
+  configured,
+  DEFAULT_PREFILL_BUDGET,
+} from '../config/schema.js'
 import { DecodeGuard } from './decode-guard.js'
-import { fitsBudget, PrefillLedger } from './prefill-ledger.js'
+import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
+import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
 import type { ServerView } from './ttft-estimator.js'
 
 export interface GateLimits {
@@ -43,24 +50,43 @@ export function kvFits(e: EndpointView, limits: GateLimits, kvTokens: number): b
   return after <= limits.maxKvUsage
 }
 
+/** Of a request's prompt, the tokens a given endpoint must compute (its cached prefix excluded). */
+export type ComputeAt = (v: EndpointView) => number
+
 /**
  * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
- * class's limit), the prefill budget (the gateway keeps at most
- * max_prefill_tokens_per_endpoint of prompts awaiting their first token at one endpoint,
- * always one request, so the queue forms in the gateway, in priority order, and not in the
- * server's FCFS queue) and the decode guard.
+ * class's limit), the prefill budget (the gateway keeps at most the endpoint's budget of
+ * prompt tokens to compute awaiting their first token at one endpoint, always one request,
+ * so the queue forms in the gateway, in priority order, and not in the server's FCFS queue;
+ * prefill-budget.ts) and the decode guard. The budget counts what the server must compute:
+ * a prompt's prefix expected in the endpoint's cache is not prefill work (`computeAt`).
  */
 export class EndpointGates {
   private readonly limits = new Map<string, GateLimits>()
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
-  private readonly maxPrefillTokens: number
+  /** admission.max_prefill_tokens_per_endpoint, when the operator set it. */
+  private readonly budgetOverride: number | undefined
+  /** The tightest TTFT objective of the classes refused on it (the budget's time bound). */
+  private readonly tightestTtftMs: number | undefined
+  /** The facts of an endpoint that has none (a stand-in): the priors. */
+  private readonly standIn: BudgetFacts
   private readonly itlWindowMs: number
   private readonly clock: Clock
 
-  constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
+  constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock, priors: Fact) {
     this.clock = clock
-    this.maxPrefillTokens = cfg.max_prefill_tokens_per_endpoint
+    this.budgetOverride = configured(cfg, 'max_prefill_tokens_per_endpoint')
+      ? cfg.max_prefill_tokens_per_endpoint
+      : undefined
+    const ttfts = Object.values(classes).flatMap((c) =>
+      c.reject_on_ttft && c.slo.ttft_ms !== undefined ? [c.slo.ttft_ms] : [],
+    )
+    this.tightestTtftMs = ttfts.length === 0 ? undefined : Math.min(...ttfts)
+    this.standIn = {
+      stepTokens: () => ({ value: DEFAULT_PREFILL_BUDGET, source: 'default_prior' }),
+      prefillTokensPerS: () => priors,
+    }
     this.itlWindowMs = cfg.itl_window_ms
     this.guard = new DecodeGuard(
       Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
@@ -86,17 +112,20 @@ export class EndpointGates {
    * The gate for one request of `className`: room in the prefill budget, a decode within
    * the TPOT objectives, and headroom. `pastGuard`: the request is served under its class's
    * floor (min_share) and skips the decode guard, so a guard that the classes above keep
-   * closed cannot hold it forever.
+   * closed cannot hold it forever. `computeAt`: its tokens to compute at each endpoint
+   * (default: the whole prompt).
    */
   open(
     className: string,
     kvTokens: number,
     promptTokens: number,
     pastGuard = false,
+    computeAt?: ComputeAt,
   ): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
     return (v) => {
-      if (!fitsBudget(this.prefilling.at(v.name), promptTokens, this.maxPrefillTokens)) return false
+      const tokens = computeAt?.(v) ?? promptTokens
+      if (!fitsBudget(this.prefilling.at(v.name), tokens, this.budget(v).tokens)) return false
       if (!pastGuard && !this.guard.allows(className, v.name)) return false
       return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
     }
@@ -114,11 +143,14 @@ export class EndpointGates {
     kvTokens: number,
     promptTokens: number,
     slotFreeInMs: (endpoint: string) => number,
+    computeAt?: ComputeAt,
   ): number {
     const limits = this.limits.get(className)!
     let ms = 0
-    if (!fitsBudget(this.prefilling.at(v.name), promptTokens, this.maxPrefillTokens)) {
-      ms = this.prefilling.roomInMs(v.name, promptTokens, this.maxPrefillTokens, this.clock.now())
+    const tokens = computeAt?.(v) ?? promptTokens
+    const budget = this.budget(v).tokens
+    if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) {
+      ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }
     if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.itlWindowMs)
     if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {
@@ -167,12 +199,21 @@ export class EndpointGates {
    * `promptTokens` more (0 when one has it now): when the prompts pending there are
    * expected to have their first tokens.
    */
-  roomInMs(views: readonly EndpointView[], promptTokens: number): number {
+  roomInMs(views: readonly EndpointView[], promptTokens: number, computeAt?: ComputeAt): number {
     const now = this.clock.now()
     let best = Number.POSITIVE_INFINITY
-    for (const v of views)
-      best = Math.min(best, this.prefilling.roomInMs(v.name, promptTokens, this.maxPrefillTokens, now))
+    for (const v of views) {
+      const tokens = computeAt?.(v) ?? promptTokens
+      best = Math.min(best, this.prefilling.roomInMs(v.name, tokens, this.budget(v).tokens, now))
+    }
     return Number.isFinite(best) ? best : 0
+  }
+
+  /** The endpoint's prefill budget now: the override, else from its engine facts (prefill-budget.ts). */
+  budget(v: { readonly facts?: EngineFactsView | undefined }): PrefillBudget {
+    if (this.budgetOverride !== undefined)
+      return { tokens: this.budgetOverride, bound: 'config', source: 'config' }
+    return prefillBudget(v.facts ?? this.standIn, this.tightestTtftMs)
   }
 
   /** Prompt tokens sent to `endpoint` and not prefilled yet. */
@@ -188,18 +229,26 @@ export class EndpointGates {
   /**
    * A request of `promptTokens` was sent to `endpoint`, its first token expected in
    * `expectedMs`: counts its prompt until its first token. Returns the call that uncounts
-   * the prompt (once).
+   * the prompt (once). `joined`: told the prompt tokens sent there after it, until then.
    */
-  dispatched(endpoint: string, promptTokens: number, expectedMs: number): () => void {
-    return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs)
+  dispatched(endpoint: string, promptTokens: number, expectedMs: number, joined?: JoinedSink): () => void {
+    return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs, joined)
   }
 
-  /** A gap between two tokens of a stream from `endpoint`: into its live ITL. */
-  observeGap(endpoint: string, gapMs: number, now: number): void {
-    this.guard.observe(endpoint, gapMs, now)
+  /** A gap between two tokens of a stream from `endpoint`: into its live ITL. Returns a window's mean when one closed. */
+  observeGap(endpoint: string, gapMs: number, now: number): number | undefined {
+    return this.guard.observe(endpoint, gapMs, now)
   }
 
-  state(): { prefillingTokens: Record<string, number>; itlMs: Record<string, number | null> } {
-    return { prefillingTokens: this.prefilling.state(), itlMs: this.guard.state() }
+  state(views: readonly EndpointView[]): {
+    prefillingTokens: Record<string, number>
+    prefillBudget: Record<string, PrefillBudget>
+    itlMs: Record<string, number | null>
+  } {
+    return {
+      prefillingTokens: this.prefilling.state(),
+      prefillBudget: Object.fromEntries(views.map((v) => [v.name, this.budget(v)])),
+      itlMs: this.guard.state(),
+    }
   }
 }

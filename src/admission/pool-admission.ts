@@ -6,24 +6,44 @@
  * the head's class. It runs when something can have changed: a request arrives, a request
  * ends (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
  */
+import { type Fact, priorsFrom } from '../backends/engine-facts.js'
 import type { PromptBlocks } from '../backends/prefix-index.js'
-import type { BackendPool, Lease } from '../backends/types.js'
+import type { BackendPool, Endpoint, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import { ClassQueues } from './class-queues.js'
+import { DeadlineTimer } from './deadline-timer.js'
 import { SHED_INTERVAL_MS, shedHopeless } from './early-refusal.js'
 import type { Admitted } from './face.js'
-import { EndpointGates } from './gate.js'
+import { EndpointGates, type GateLimits, kvFits } from './gate.js'
 import { TtftMargin } from './margin.js'
 import { PrefixAwareness } from './prefix-awareness.js'
 import { RunningRequests } from './running.js'
+import { type UnreachableTpot, unreachableTpot } from './tpot-reachable.js'
 import { type Prediction, TtftEstimator } from './ttft-estimator.js'
 import { AdmittedLease, Waiting } from './waiting.js'
 
 export { Waiting }
 
 const PROMPT_ALPHA = 0.05
+/** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
+const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0 }
+
+/** A request's prediction in a pool (predict()). */
+export interface PoolPrediction {
+  readonly prediction: Prediction
+  /** Usable endpoints (0: no backend). */
+  readonly usable: number
+  /** No endpoint has KV room for it under its class's limit now. */
+  readonly kvBlocked: boolean
+  /** Its KV need is more than every endpoint's free cache. */
+  readonly kvOvercommit: boolean
+  /** The decode step it is predicted to stream at: the endpoints' live step, else the step fact, ms. */
+  readonly stepMs: number
+  /** What the endpoint holding most of its prefix would compute. */
+  readonly leastComputeTokens: number
+}
 
 export class PoolAdmission {
   readonly pool: BackendPool
@@ -44,9 +64,11 @@ export class PoolAdmission {
   private readonly lastAdmitted = new Map<string, number>()
   private readonly probeIntervalMs: number
   private readonly clock: Clock
+  private readonly classes: Record<string, ClassConfig>
+  /** The priors (config or default): an endpoint without facts (a stand-in) has these. */
+  private readonly priors: { stepMs: Fact; prefillTokensPerS: Fact }
   private meanPrompt = 512
-  private timer: NodeJS.Timeout | undefined = undefined
-  private timerAt = Number.POSITIVE_INFINITY
+  private readonly timer: DeadlineTimer
   private pumping = false
   private pumpScheduled = false
   private lastShedAt = Number.NEGATIVE_INFINITY
@@ -55,6 +77,9 @@ export class PoolAdmission {
   constructor(pool: BackendPool, classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
     this.pool = pool
     this.clock = clock
+    this.classes = classes
+    this.priors = priorsFrom(cfg)
+    this.timer = new DeadlineTimer(clock, () => this.onDeadline())
     this.estimator = new TtftEstimator(
       { stepMs: cfg.estimator.step_ms, prefillTokensPerS: cfg.estimator.prefill_tokens_per_s },
       clock,
@@ -76,7 +101,7 @@ export class PoolAdmission {
     this.probeIntervalMs = cfg.probe_interval_ms
     // the priors are trusted for one probe interval from the start
     for (const name of Object.keys(classes)) this.lastAdmitted.set(name, clock.now())
-    this.gates = new EndpointGates(classes, cfg, clock)
+    this.gates = new EndpointGates(classes, cfg, clock, this.priors.prefillTokensPerS)
     this.gates.onChange = () => this.schedulePump()
     this.classNames = defs.map((d) => d.name)
     for (const [name, c] of Object.entries(classes)) {
@@ -100,21 +125,17 @@ export class PoolAdmission {
    * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
    * would compute.
    */
-  predict(
-    className: string,
-    promptTokens: number,
-    kvTokens: number,
-    blocks?: PromptBlocks,
-  ): { prediction: Prediction; usable: number; kvBlocked: boolean; leastComputeTokens: number } {
+  predict(className: string, promptTokens: number, kvTokens: number, blocks?: PromptBlocks): PoolPrediction {
     const views = this.pool.views()
     const view = this.gates.serverView(views, this.meanPrompt)
-    const open = this.gates.open(className, kvTokens, promptTokens)
+    const computeAt = this.prefix.computeAt(blocks, promptTokens)
+    const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt)
     const blocked = !views.some(open)
     const kvBlocked =
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
     const ahead = this.queues.costAhead(className)
     const queued = ahead > 0 || blocked ? ahead : undefined
-    const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens)
+    const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens, computeAt)
     const hit =
       blocks === undefined
         ? undefined
@@ -125,6 +146,8 @@ export class PoolAdmission {
       prediction,
       usable: views.length,
       kvBlocked,
+      kvOvercommit: views.length > 0 && !views.some((v) => kvFits(v, WHOLE_CACHE, kvTokens)),
+      stepMs: view.stepMs ?? this.estimator.stepMs,
       leastComputeTokens: promptTokens - (hit?.best ?? 0),
     }
   }
@@ -202,7 +225,9 @@ export class PoolAdmission {
   place(w: Waiting, tenant: string, weight: number, deadline: number): Admitted {
     this.lastAdmitted.set(w.className, this.clock.now())
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
-      const lease = this.pool.acquire(w.kvTokens, this.gates.open(w.className, w.kvTokens, w.promptTokens))
+      const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
+      const open = this.gates.open(w.className, w.kvTokens, w.promptTokens, false, computeAt)
+      const lease = this.pool.acquire(w.kvTokens, open)
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
         return this.start(w, lease, 0)
@@ -236,9 +261,10 @@ export class PoolAdmission {
     return removed
   }
 
-  /** A gap between two tokens of a stream from `endpoint` (the decode guard's input). */
-  observeGap(endpoint: string, gapMs: number, now: number): void {
-    this.gates.observeGap(endpoint, gapMs, now)
+  /** A gap between two tokens of a stream from `endpoint` (the decode guard's input, and its step time's). */
+  observeGap(endpoint: Endpoint, gapMs: number, now: number): void {
+    const window = this.gates.observeGap(endpoint.name, gapMs, now)
+    if (window !== undefined) endpoint.facts?.observeStepWindow(window)
   }
 
   private start(w: Waiting, lease: Lease, queuedMs: number): AdmittedLease {
@@ -256,11 +282,12 @@ export class PoolAdmission {
       w.blocks === undefined ? 0 : this.prefix.dispatched(lease.endpoint, w.blocks, w.promptTokens)
     const compute = w.promptTokens - cached
     w.computeTokens = compute
+    w.facts = lease.endpoint.facts
     w.serverFeatures = this.estimator.features(pending, compute, this.gates.itl(endpoint))
     this.estimator.onDispatch(w.promptTokens, pending, learn && w.prediction.queueFeatures !== undefined)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
-    const uncount = this.gates.dispatched(endpoint, compute, expectedMs)
+    const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w)
     return new AdmittedLease(lease, w, this, uncount)
   }
 
@@ -272,7 +299,41 @@ export class PoolAdmission {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
     this.running.delete(endpoint, w)
     this.learn(w)
+    this.syncFacts()
     this.schedulePump()
+  }
+
+  /**
+   * The estimator's priors from the endpoints' engine facts (their mean), once they are
+   * learned (engine-facts.ts); after a request ends and after scrapes.
+   */
+  syncFacts(): void {
+    const eps = this.pool.endpoints()
+    let step = 0
+    let rate = 0
+    let n = 0
+    for (const e of eps) {
+      if (e.facts === undefined) continue
+      step += e.facts.stepMs().value
+      rate += e.facts.prefillTokensPerS().value
+      n++
+    }
+    if (n > 0) this.estimator.adoptPriors({ stepMs: step / n, prefillTokensPerS: rate / n })
+  }
+
+  /** The engine's least step: the fastest endpoint's step fact (the prior without facts). */
+  private leastStep(): Fact {
+    let best: Fact | undefined
+    for (const e of this.pool.endpoints()) {
+      const s = e.facts?.stepMs()
+      if (s !== undefined && (best === undefined || s.value < best.value)) best = s
+    }
+    return best ?? this.priors.stepMs
+  }
+
+  /** Classes whose TPOT objective no batch size holds on this pool's engines (tpot-reachable.ts). */
+  unreachableTpot(): UnreachableTpot[] {
+    return unreachableTpot(this.classes, this.leastStep())
   }
 
   private learn(w: Waiting): void {
@@ -286,6 +347,10 @@ export class PoolAdmission {
     // learning while a class is refused; only the queue part is per-class (see start()).
     if (t.firstTokenAt !== undefined && t.dispatchedAt !== undefined && w.serverFeatures !== undefined) {
       this.estimator.observeServer(w.serverFeatures, t.firstTokenAt - t.dispatchedAt)
+      // the prompt tokens its prefill met there (pending, its own to compute as the server
+      // counted them, those sent after it that may have shared its step): the prefill rate
+      const pending = (w.serverFeatures[1] ?? 0) - (w.computeTokens ?? 0)
+      w.facts?.observePrefill(pending + prompt + w.joinedTokens, t.firstTokenAt - t.dispatchedAt)
       const ttftMs = t.firstTokenAt - t.arrivedAt
       if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, ttftMs)
       // the margin learns from requests admitted on their prediction (not from probes),
@@ -322,7 +387,13 @@ export class PoolAdmission {
           const floor = this.queues.underFloor(name)
           const lease = this.pool.acquire(
             head.kvTokens,
-            this.gates.open(name, head.kvTokens, head.promptTokens, floor),
+            this.gates.open(
+              name,
+              head.kvTokens,
+              head.promptTokens,
+              floor,
+              this.prefix.computeAt(head.blocks, head.promptTokens),
+            ),
           )
           // Strict priority: when the first class with work cannot go, nothing below it goes;
           // a class due under its floor holds the line the same way until it fits (its share
@@ -373,25 +444,11 @@ export class PoolAdmission {
     this.armTimer()
   }
 
-  /** One timer, for the earliest deadline in the queues. */
   private armTimer(): void {
-    const next = this.queues.nextDeadline()
-    if (next === undefined) {
-      if (this.timer !== undefined) clearTimeout(this.timer)
-      this.timer = undefined
-      this.timerAt = Number.POSITIVE_INFINITY
-      return
-    }
-    if (this.timer !== undefined && next >= this.timerAt) return
-    if (this.timer !== undefined) clearTimeout(this.timer)
-    this.timerAt = next
-    this.timer = setTimeout(() => this.onDeadline(), Math.max(0, next - this.clock.now()))
-    this.timer.unref()
+    this.timer.arm(this.queues.nextDeadline())
   }
 
   private onDeadline(): void {
-    this.timer = undefined
-    this.timerAt = Number.POSITIVE_INFINITY
     const expired = this.queues.expired(this.clock.now())
     if (expired.length > 0) this.afterDequeue()
     for (const w of expired) {
@@ -432,6 +489,7 @@ export class PoolAdmission {
     return {
       pool: this.pool.name,
       unreachableObjectives: this.unreachableObjectives(),
+      unreachableTpot: this.unreachableTpot(),
       classes: Object.fromEntries(
         this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
       ),
@@ -440,7 +498,8 @@ export class PoolAdmission {
       ttftMargin: Object.fromEntries(
         [...this.ttft].map(([k, v]) => [k, Math.round(v.margin.value * 1000) / 1000]),
       ),
-      ...this.gates.state(),
+      ...this.gates.state(this.pool.views()),
+      engineFacts: Object.fromEntries(this.pool.endpoints().map((e) => [e.name, e.facts?.state() ?? null])),
       estimator: this.estimator.state(),
       prefixCache: this.prefix.state(),
     }
@@ -448,7 +507,7 @@ export class PoolAdmission {
 
   close(): void {
     this.closed = true
-    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer.clear()
     for (const w of this.queues.expired(Number.POSITIVE_INFINITY)) {
       w.resolve(new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }))
     }

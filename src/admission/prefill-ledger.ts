@@ -9,6 +9,16 @@ interface Entry {
   readonly tokens: number
   /** When its first token is expected (the estimator's server time at dispatch). */
   readonly doneAt: number
+  readonly joined: JoinedSink | undefined
+}
+
+/**
+ * Told the prompt tokens sent to the same endpoint after it and before its first token:
+ * they may share its prefill step, and so its time to first token (the engine facts learn
+ * the prefill rate from all the tokens a request's prefill met).
+ */
+export interface JoinedSink {
+  joinedTokens: number
 }
 
 interface Endpoint {
@@ -43,14 +53,15 @@ export class PrefillLedger {
    * Counts `tokens` sent to `endpoint`, expected prefilled at `doneAt`; the returned
    * function uncounts them (once).
    */
-  add(endpoint: string, tokens: number, doneAt: number): () => void {
+  add(endpoint: string, tokens: number, doneAt: number, joined?: JoinedSink): () => void {
     let e = this.byEndpoint.get(endpoint)
     if (e === undefined) {
       e = { tokens: 0, entries: [] }
       this.byEndpoint.set(endpoint, e)
     }
     const ep = e
-    const entry: Entry = { tokens, doneAt }
+    const entry: Entry = { tokens, doneAt, joined }
+    for (const other of ep.entries) if (other.joined !== undefined) other.joined.joinedTokens += tokens
     ep.tokens += tokens
     ep.entries.push(entry)
     let done = false

@@ -79,6 +79,18 @@ export class PrefixAwareness {
     return { expected: n === 0 ? 0 : sum / n, best }
   }
 
+  /**
+   * Of a prompt, the tokens each endpoint must compute (its expected cached prefix there
+   * excluded): what the prefill budget counts. Undefined without blocks (the whole prompt).
+   */
+  computeAt(
+    blocks: PromptBlocks | undefined,
+    promptTokens: number,
+  ): ((v: EndpointView) => number) | undefined {
+    if (blocks === undefined) return undefined
+    return (v) => promptTokens - (v.prefixCache?.expectedHit(blocks, promptTokens).cached ?? 0)
+  }
+
   /** At dispatch to `endpoint`: its expected hit (raw and trusted); the blocks are recorded there. */
   dispatched(endpoint: Endpoint, blocks: PromptBlocks, promptTokens: number): number {
     const pc = endpoint.prefixCache

@@ -38,6 +38,12 @@
  * so the fit keeps learning while a class is refused), against the P and S its endpoint
  * had at dispatch. D starts from the prefill hint. The error is judged on the whole
  * prediction (arrival to first token) of the classes refused on it.
+ *
+ * The hints are the engines' facts (src/backends/engine-facts.ts): the priors from config
+ * or the defaults at first, then what is learned of the engines (adoptPriors). A new
+ * prefill rate re-seeds the server part only while it has fewer than RESEED_BELOW
+ * observations of its own (after that its fit knows better); the step time is always the
+ * latest (the idle prediction, the S of an endpoint not measured now).
  */
 import type { Clock } from '../clock.js'
 import { Rls } from './rls.js'
@@ -76,12 +82,19 @@ const RLS_FORGETTING = 0.995
 const PENDING_ALPHA = 0.05
 /** Weight kept per dispatch by the dispatch-rate meter (about the last 50 dispatches). */
 const RATE_DECAY = 0.98
+/** Server observations under which a new prefill prior re-seeds the server part's fit. */
+export const RESEED_BELOW = 8
+/** A prior that moved by less than this (relative) is not adopted. */
+const PRIOR_CHANGE = 0.05
 
 export class TtftEstimator {
   private readonly clock: Clock
-  private readonly rls: Rls
+  private rls: Rls
   private readonly queueRls: Rls
-  private readonly stepPriorMs: number
+  private stepPriorMs: number
+  private prefillPrior: number
+  private serverSamples = 0
+  private rateMeasured = false
   /** Dispatch-rate meter: decayed sums of tokens dispatched and of backlogged time. */
   private rateTokens: number
   private rateMs = 1000
@@ -95,13 +108,28 @@ export class TtftEstimator {
   constructor(hints: EstimatorHints, clock: Clock) {
     this.clock = clock
     this.stepPriorMs = hints.stepMs
-    // Prior spreads in units of the observation noise (about one engine step): α within a
-    // few steps, β within twice its prior, γ and the queue's λ, μ, ν within about one.
+    this.prefillPrior = hints.prefillTokensPerS
+    this.rls = serverRls(hints)
     const step = hints.stepMs
-    const beta = 1000 / hints.prefillTokensPerS
-    this.rls = new Rls([0, beta, 1.5], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step])
     this.queueRls = new Rls([0, 1, 1, 1], RLS_FORGETTING, [4, 1 / step, 1 / step, 1 / step])
     this.rateTokens = hints.prefillTokensPerS
+  }
+
+  /**
+   * What the engines are now known to be (their facts): the step time at once; the prefill
+   * rate re-seeds the server part while it has few observations, and the dispatch rate's
+   * prior while no backlog was measured.
+   */
+  adoptPriors(hints: EstimatorHints): void {
+    this.stepPriorMs = hints.stepMs
+    const moved = Math.abs(hints.prefillTokensPerS - this.prefillPrior) > PRIOR_CHANGE * this.prefillPrior
+    if (!moved) return
+    this.prefillPrior = hints.prefillTokensPerS
+    if (this.serverSamples < RESEED_BELOW) {
+      this.rls = serverRls(hints)
+      this.serverSamples = 0
+    }
+    if (!this.rateMeasured) this.rateTokens = hints.prefillTokensPerS * (this.rateMs / 1000)
   }
 
   /** Server-side features of a request at an endpoint: [1, P, S]. */
@@ -177,6 +205,7 @@ export class TtftEstimator {
     if (queued) this.queuedPending += PENDING_ALPHA * (pendingTokens - this.queuedPending)
     if (this.backloggedSince === undefined) return
     const now = this.clock.now()
+    this.rateMeasured = true
     this.rateTokens = this.rateTokens * RATE_DECAY + tokens
     this.rateMs = this.rateMs * RATE_DECAY + (now - this.backloggedSince)
     this.backloggedSince = now
@@ -191,6 +220,7 @@ export class TtftEstimator {
   /** Learns the server part from a streamed request: `features` at dispatch, `serverMs` dispatch to first token. */
   observeServer(features: readonly number[], serverMs: number): void {
     this.rls.update(features, Math.max(0, serverMs))
+    this.serverSamples++
   }
 
   /** Judges a whole prediction against the observed TTFT (arrival to first token). */
@@ -207,6 +237,7 @@ export class TtftEstimator {
     return {
       model:
         'ttft = (queued ? kappa + nu * ms_until_prefill_budget_has_room + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * ((queued ? pending_at_dispatch : pending_prompt_tokens) + own_tokens_to_compute) + gamma * step_ms',
+      priors: { stepMs: round(this.stepPriorMs), prefillTokensPerS: Math.round(this.prefillPrior) },
       dispatchTokensPerMs: round(this.dispatchRate(), 3),
       queuedPendingTokens: Math.round(this.queuedPending),
       kappaMs: round(kappa ?? 0),
@@ -221,6 +252,16 @@ export class TtftEstimator {
       meanRelativeError: round(this.meanErr, 3),
     }
   }
+}
+
+/**
+ * The server part's fit from the hints. Prior spreads in units of the observation noise
+ * (about one engine step): α within a few steps, β within twice its prior, γ within about one.
+ */
+function serverRls(hints: EstimatorHints): Rls {
+  const step = hints.stepMs
+  const beta = 1000 / hints.prefillTokensPerS
+  return new Rls([0, beta, 1.5], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step])
 }
 
 function round(v: number, digits = 2): number {

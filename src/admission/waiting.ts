@@ -2,6 +2,8 @@
  * One admitted request as a pool's admission holds it: waiting in the queue (it is the
  * `Queued` the face returns), then, once dispatched, the lease that observes its exchange.
  */
+
+import type { EngineFactsView } from '../backends/engine-facts.js'
 import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { Endpoint, EndpointResult, Lease } from '../backends/types.js'
 import type { GatewayError } from '../errors.js'
@@ -19,6 +21,10 @@ export class Waiting implements Queued {
   serverFeatures: readonly number[] | undefined = undefined
   /** Of its prompt tokens, those its endpoint was expected to compute (set at dispatch). */
   computeTokens: number | undefined = undefined
+  /** Prompt tokens sent to its endpoint after it and before its first token (prefill-ledger.ts). */
+  joinedTokens = 0
+  /** Its endpoint's engine facts, which learn from its first token (set at dispatch). */
+  facts: EngineFactsView | undefined = undefined
   /** Set when placed in a queue. */
   owner: PoolAdmission | undefined = undefined
   private settle: (r: Lease | GatewayError) => void = () => {}
@@ -77,7 +83,7 @@ export class AdmittedLease implements Lease {
   }
 
   tokenGap(_t: Ticket, gapMs: number, now: number): void {
-    this.owner.observeGap(this.inner.endpoint.name, gapMs, now)
+    this.owner.observeGap(this.inner.endpoint, gapMs, now)
   }
 
   ended(_t: Ticket, result: EndpointResult | undefined): void {

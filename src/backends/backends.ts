@@ -9,6 +9,7 @@ import type { GatewayConfig } from '../config/schema.js'
 import { adapterFor } from './adapters/registry.js'
 import { type Resolver, systemResolver } from './discovery.js'
 import type { BackendsLogger } from './endpoint.js'
+import { priorsFrom } from './engine-facts.js'
 import { registerBackendMetrics } from './metrics.js'
 import { Picker } from './picker.js'
 import { EndpointPool } from './pool.js'
@@ -63,6 +64,7 @@ export function createBackends(config: GatewayConfig, deps: BackendsDeps): Backe
       resolver: deps.resolver ?? systemResolver,
       logger: deps.logger,
       onChange,
+      priors: priorsFrom(config.admission),
     })
   })
   const router = new ModelRouter(pools)

@@ -8,10 +8,11 @@
  */
 import { Client, Pool } from 'undici'
 import type { Clock } from '../clock.js'
-import type { GatewayConfig, PoolConfig } from '../config/schema.js'
+import { ESTIMATOR_PRIORS, type GatewayConfig, type PoolConfig } from '../config/schema.js'
 import { sameFamily, sniffEngine } from './adapters/sniff.js'
 import { Breaker } from './breaker.js'
 import { EndpointPrefixCache } from './endpoint-prefix-cache.js'
+import { EngineFacts, type EstimatorPriorFacts } from './engine-facts.js'
 import { Ledger, type LedgerEntryHandle } from './ledger.js'
 import { correctLoad } from './load-correction.js'
 import { FROZEN_GRACE_MIN_MS, LoadState } from './load-state.js'
@@ -41,6 +42,13 @@ export interface EndpointDeps {
   readonly onChange?: (() => void) | undefined
   /** True when another endpoint of the pool can take requests now (a timeout then ejects at once). */
   readonly othersUsable?: ((self: PoolEndpoint) => boolean) | undefined
+  /** The estimator's priors (config or default) its engine facts start from. */
+  readonly priors?: EstimatorPriorFacts | undefined
+}
+
+const PRIORS: EstimatorPriorFacts = {
+  stepMs: { value: ESTIMATOR_PRIORS.stepMs, source: 'default_prior' },
+  prefillTokensPerS: { value: ESTIMATOR_PRIORS.prefillTokensPerS, source: 'default_prior' },
 }
 
 export type EndpointStatus = 'ready' | 'stale' | 'ejected' | 'probing' | 'draining'
@@ -69,6 +77,8 @@ export class PoolEndpoint implements Endpoint {
   readonly breaker: Breaker
   /** What the gateway sent here recently, as this server's prefix cache is expected to hold it. */
   readonly prefixCache: EndpointPrefixCache
+  /** Its engine's facts, learned at run time (engine-facts.ts). */
+  readonly facts: EngineFacts
   private readonly ledger = new Ledger()
   private readonly scrapeClient: Client
   private readonly scraper: Scraper
@@ -101,6 +111,14 @@ export class PoolEndpoint implements Endpoint {
     })
     this.breaker = new Breaker(deps.clock, deps.pool.ejection)
     this.prefixCache = new EndpointPrefixCache(deps.pool.capacity.kv_tokens)
+    const cap = deps.pool.capacity
+    this.facts = new EngineFacts({
+      engine: deps.pool.engine,
+      ...(deps.priors ?? PRIORS),
+      stepTokens: cap.max_num_batched_tokens,
+      kvTokens: cap.kv_tokens,
+      maxNumSeqs: cap.max_num_seqs,
+    })
     const p = deps.pool
     this.state = new LoadState(
       deps.adapter,
@@ -179,6 +197,7 @@ export class PoolEndpoint implements Endpoint {
         ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
       },
       prefixCache: this.prefixCache,
+      facts: this.facts,
     }
   }
 
@@ -265,8 +284,10 @@ export class PoolEndpoint implements Endpoint {
     this.deps.onChange?.()
     if (verdict === 'fresh') {
       this.ledger.applyScrape(ticket)
-      if (this.state.load !== undefined)
+      if (this.state.load !== undefined) {
         this.prefixCache.scraped(this.state.load, this.deps.pool.capacity.kv_tokens)
+        this.facts.scraped(this.state.load)
+      }
       this.breaker.onScrapeOk()
       if (before !== undefined && !before.ok) this.deps.logger?.info(log, 'backend metrics back')
       return
@@ -316,6 +337,7 @@ export class PoolEndpoint implements Endpoint {
       breaker: this.breaker.snapshot(),
       ledger: this.ledger.snapshot(),
       prefixCache: this.prefixCache.state(),
+      engineFacts: this.facts.state(),
       draining: this.leaving,
     }
   }

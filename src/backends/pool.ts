@@ -12,6 +12,7 @@ import type { Clock } from '../clock.js'
 import type { GatewayConfig, PoolConfig } from '../config/schema.js'
 import { DnsDiscovery, type Resolver } from './discovery.js'
 import { type BackendsLogger, PoolEndpoint } from './endpoint.js'
+import type { EstimatorPriorFacts } from './engine-facts.js'
 import type { Picker } from './picker.js'
 import type { BackendPool, Endpoint, EndpointView, Lease, MetricAdapter } from './types.js'
 
@@ -24,6 +25,8 @@ export interface PoolDeps {
   readonly logger?: BackendsLogger | undefined
   /** Called after a scrape lands on any endpoint, and when endpoints come or go. */
   readonly onChange?: (() => void) | undefined
+  /** The estimator's priors (config or default), for each endpoint's engine facts. */
+  readonly priors?: EstimatorPriorFacts | undefined
 }
 
 /** Retry-After when a pool has no endpoint at all and nothing better is known. */
@@ -92,6 +95,7 @@ export class EndpointPool implements BackendPool {
         upstream: this.deps.upstream,
         logger: this.deps.logger,
         onChange: this.deps.onChange,
+        priors: this.deps.priors,
         othersUsable: (self) => this.active.some((other) => other !== self && other.usable()),
       })
       kept.push(ep)

@@ -5,6 +5,7 @@
 import type { Dispatcher } from 'undici'
 import type { EngineName, PoolConfig } from '../config/schema.js'
 import type { EndpointResult, ExchangeObserver } from '../exchange.js'
+import type { EngineFactsView } from './engine-facts.js'
 import type { PrefixCacheModel } from './prefix-index.js'
 
 export type { EndpointResult }
@@ -27,6 +28,13 @@ export interface BackendLoad {
   preemptionsTotal?: number
   prefixCacheQueriesTotal?: number
   prefixCacheHitsTotal?: number
+  /** Finished requests' prefill time (scheduled to first token), seconds, summed; and their count. */
+  prefillSecondsSum?: number
+  prefillCount?: number
+  /** The same requests' prompt tokens, summed. */
+  promptTokensSum?: number
+  /** The most tokens the engine was seen computing in one step (a lower bound of its step budget). */
+  largestStepTokens?: number
 }
 
 /** Which BackendLoad fields an engine's /metrics cannot give (the ledger stands in). */
@@ -70,6 +78,8 @@ export interface Endpoint {
   effectiveLoad?(): EffectiveLoad
   /** What the gateway remembers sending here, for its prefix cache (prefix-index.ts); optional for stand-ins. */
   readonly prefixCache?: PrefixCacheModel
+  /** Its engine's facts (engine-facts.ts); optional for stand-ins. */
+  readonly facts?: EngineFactsView
 }
 
 /**
@@ -100,6 +110,8 @@ export interface EndpointView {
   readonly capacity: { readonly maxNumSeqs?: number; readonly kvTokens?: number }
   /** The endpoint's prefix cache as the gateway models it (absent for stand-ins). */
   readonly prefixCache?: PrefixCacheModel
+  /** Its engine's facts, learned at run time (absent for stand-ins). */
+  readonly facts?: EngineFactsView
 }
 
 /**

@@ -101,6 +101,8 @@ export const poolSchema = z.strictObject({
     .strictObject({
       max_num_seqs: positiveInt.optional(),
       kv_tokens: positiveInt.optional(),
+      /** Most tokens one engine step computes (vLLM's max_num_batched_tokens); else learned. */
+      max_num_batched_tokens: positiveInt.optional(),
     })
     .prefault({}),
   /** Cost of one endpoint per hour, in any currency unit; used for cost per 1K tokens. */
@@ -274,64 +276,107 @@ const classesSchema = z
     return classes
   })
 
-const admissionSchema = z.strictObject({
-  /** false: a plain proxy (no queues, no predictions, no refusals for capacity). */
-  enabled: z.boolean().default(true),
-  /** Admit when predicted TTFT <= SLO x (1 - margin). */
-  margin: z.number().min(0).max(0.9).default(0.1),
-  /**
-   * The share of admitted requests that may miss their TTFT objective: the margin of a
-   * class widens (2 points per miss, up to 0.5) while more miss, and narrows back to
-   * `margin` while fewer do. 0: a fixed margin.
-   */
-  ttft_miss_target: z.number().min(0).max(0.5).default(0.005),
-  /**
-   * What a class's floor (classes.<name>.min_share) remembers: what it is owed, or took
-   * beyond its share, is bounded by its share of the prompt tokens dispatched in this window.
-   */
-  min_share_window_ms: positiveInt.default(5_000),
-  /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
-  max_server_waiting: nonNegativeInt.default(0),
-  /**
-   * Prompt tokens sent to one endpoint and not yet prefilled, at most (always one request):
-   * the prefill that can land in one engine step beside the running streams. 2048 is about
-   * 50 ms of prefill for an 8B model on an H100; lower it for slower engines.
-   */
-  max_prefill_tokens_per_endpoint: positiveInt.default(2048),
-  /** Dispatch only to an endpoint with fewer requests in flight (else capacity.max_num_seqs when set). */
-  max_inflight_per_endpoint: positiveInt.default(256),
-  /**
-   * Decode guard: a class dispatches to an endpoint only while its streams' inter-token
-   * latency, averaged over windows of this length, is within the TPOT objective (x (1 - margin))
-   * of that class and every class above it. A few engine steps.
-   */
-  itl_window_ms: positiveInt.default(200),
-  /**
-   * A class with nothing admitted for this long gets its next request admitted against a
-   * refusing prediction (a probe), so the estimator keeps learning from outcomes.
-   */
-  probe_interval_ms: positiveInt.default(2_000),
-  /** Output tokens reserved for a request that sets no max_tokens. */
-  default_max_tokens: positiveInt.default(1024),
-  /** Priors of the TTFT estimator, refined online from every finished request. */
-  estimator: z
-    .strictObject({
-      /** One engine step with a small batch, ms. */
-      step_ms: z.number().positive().default(15),
-      /** Prefill throughput of one endpoint, tokens/s. */
-      prefill_tokens_per_s: z.number().positive().default(20_000),
-      /**
-       * Count only the prompt tokens a server must compute: the prompt minus the prefix it
-       * is expected to hold in its prefix cache (the gateway's memory of the prompts it sent
-       * each endpoint, calibrated against the engine's prefix-cache counters). false: every
-       * prompt token counts as computed.
-       */
-      prefix_cache: z.boolean().default(true),
-    })
-    .prefault({}),
-})
+const admissionSchema = z
+  .strictObject({
+    /** false: a plain proxy (no queues, no predictions, no refusals for capacity). */
+    enabled: z.boolean().default(true),
+    /** Admit when predicted TTFT <= SLO x (1 - margin). */
+    margin: z.number().min(0).max(0.9).default(0.1),
+    /**
+     * The share of admitted requests that may miss their TTFT objective: the margin of a
+     * class widens (2 points per miss, up to 0.5) while more miss, and narrows back to
+     * `margin` while fewer do. 0: a fixed margin.
+     */
+    ttft_miss_target: z.number().min(0).max(0.5).default(0.005),
+    /**
+     * What a class's floor (classes.<name>.min_share) remembers: what it is owed, or took
+     * beyond its share, is bounded by its share of the prompt tokens dispatched in this window.
+     */
+    min_share_window_ms: positiveInt.default(5_000),
+    /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
+    max_server_waiting: nonNegativeInt.default(0),
+    /**
+     * Prompt tokens sent to one endpoint and not yet prefilled, at most (always one request).
+     * Unset (the default): learned per endpoint, the engine's step budget, at most what it
+     * prefills in half the tightest TTFT objective (src/admission/prefill-budget.ts). Set: an
+     * override for every endpoint.
+     */
+    max_prefill_tokens_per_endpoint: positiveInt.optional(),
+    /** Dispatch only to an endpoint with fewer requests in flight (else capacity.max_num_seqs when set). */
+    max_inflight_per_endpoint: positiveInt.default(256),
+    /**
+     * Decode guard: a class dispatches to an endpoint only while its streams' inter-token
+     * latency, averaged over windows of this length, is within the TPOT objective (x (1 - margin))
+     * of that class and every class above it. A few engine steps.
+     */
+    itl_window_ms: positiveInt.default(200),
+    /**
+     * A class with nothing admitted for this long gets its next request admitted against a
+     * refusing prediction (a probe), so the estimator keeps learning from outcomes.
+     */
+    probe_interval_ms: positiveInt.default(2_000),
+    /** Output tokens reserved for a request that sets no max_tokens. */
+    default_max_tokens: positiveInt.default(1024),
+    /** Priors of the TTFT estimator, refined online from every finished request. */
+    estimator: z
+      .strictObject({
+        /** One engine step with a small batch, ms. Unset: learned (the default prior until then). */
+        step_ms: z.number().positive().optional(),
+        /** Prefill throughput of one endpoint, tokens/s. Unset: learned (the default prior until then). */
+        prefill_tokens_per_s: z.number().positive().optional(),
+        /**
+         * Count only the prompt tokens a server must compute: the prompt minus the prefix it
+         * is expected to hold in its prefix cache (the gateway's memory of the prompts it sent
+         * each endpoint, calibrated against the engine's prefix-cache counters). false: every
+         * prompt token counts as computed.
+         */
+        prefix_cache: z.boolean().default(true),
+      })
+      .prefault({}),
+  })
+  .transform(withPriors)
+
+/**
+ * Which of the engine facts' keys the operator set (overrides, never replaced by what is
+ * learned), on the parsed admission config; a symbol, so it is no config key (a copy made
+ * by spreading keeps it; one that lost it learns every fact).
+ */
+export const CONFIGURED: unique symbol = Symbol('configured engine facts')
+/** The estimator's priors until the engines' facts are learned (src/backends/engine-facts.ts). */
+export const ESTIMATOR_PRIORS = { stepMs: 15, prefillTokensPerS: 20_000 } as const
+/** The fallback budget where nothing is known of an endpoint's engine (vLLM V1's step budget). */
+export const DEFAULT_PREFILL_BUDGET = 8192
+
+type Configurable = 'step_ms' | 'prefill_tokens_per_s' | 'max_prefill_tokens_per_endpoint'
+
+function withPriors<
+  A extends {
+    max_prefill_tokens_per_endpoint?: number | undefined
+    estimator: { step_ms?: number | undefined; prefill_tokens_per_s?: number | undefined }
+  },
+>(a: A) {
+  const set = new Set<Configurable>()
+  if (a.estimator.step_ms !== undefined) set.add('step_ms')
+  if (a.estimator.prefill_tokens_per_s !== undefined) set.add('prefill_tokens_per_s')
+  if (a.max_prefill_tokens_per_endpoint !== undefined) set.add('max_prefill_tokens_per_endpoint')
+  return {
+    ...a,
+    max_prefill_tokens_per_endpoint: a.max_prefill_tokens_per_endpoint ?? DEFAULT_PREFILL_BUDGET,
+    estimator: {
+      ...a.estimator,
+      step_ms: a.estimator.step_ms ?? ESTIMATOR_PRIORS.stepMs,
+      prefill_tokens_per_s: a.estimator.prefill_tokens_per_s ?? ESTIMATOR_PRIORS.prefillTokensPerS,
+    },
+    [CONFIGURED]: set as ReadonlySet<Configurable> | undefined,
+  }
+}
 
 export type AdmissionConfig = z.output<typeof admissionSchema>
+
+/** True when the operator set this engine-fact key (see CONFIGURED). */
+export function configured(a: AdmissionConfig, key: Configurable): boolean {
+  return a[CONFIGURED]?.has(key) === true
+}
 
 const telemetrySchema = z.strictObject({
   /** false: no SLO metrics or windows (process and backend metrics stay); for overhead comparisons. */

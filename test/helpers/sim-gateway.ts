@@ -23,6 +23,8 @@ export async function startSimGateway(opts: {
   profile?: string
   replicas?: number
   raw?: Record<string, unknown>
+  /** false: no estimator priors in the config (the engine facts are learned). Default true. */
+  priors?: boolean
 }): Promise<SimGateway> {
   const s = opts.scale
   const raw = opts.raw ?? {}
@@ -42,7 +44,7 @@ export async function startSimGateway(opts: {
       ...(raw.classes as object),
     },
     admission: {
-      estimator: { step_ms: 10 * s, prefill_tokens_per_s: 40_000 / s },
+      ...(opts.priors === false ? {} : { estimator: { step_ms: 10 * s, prefill_tokens_per_s: 40_000 / s } }),
       itl_window_ms: 200 * s,
       probe_interval_ms: 2000 * s,
       ...(raw.admission as object),

@@ -19,6 +19,10 @@ export interface LoadFields {
   preemptionsTotal?: number | undefined
   prefixCacheQueriesTotal?: number | undefined
   prefixCacheHitsTotal?: number | undefined
+  prefillSecondsSum?: number | undefined
+  prefillCount?: number | undefined
+  promptTokensSum?: number | undefined
+  largestStepTokens?: number | undefined
 }
 
 export interface AdapterSpec {
@@ -51,6 +55,10 @@ function toLoad(f: LoadFields): BackendLoad | undefined {
   if (f.preemptionsTotal !== undefined) load.preemptionsTotal = f.preemptionsTotal
   if (f.prefixCacheQueriesTotal !== undefined) load.prefixCacheQueriesTotal = f.prefixCacheQueriesTotal
   if (f.prefixCacheHitsTotal !== undefined) load.prefixCacheHitsTotal = f.prefixCacheHitsTotal
+  if (f.prefillSecondsSum !== undefined) load.prefillSecondsSum = f.prefillSecondsSum
+  if (f.prefillCount !== undefined) load.prefillCount = f.prefillCount
+  if (f.promptTokensSum !== undefined) load.promptTokensSum = f.promptTokensSum
+  if (f.largestStepTokens !== undefined) load.largestStepTokens = f.largestStepTokens
   return load
 }
 

@@ -9,11 +9,14 @@
  * - preemptionsTotal = sum `vllm:num_preemptions_total`
  * - prefix cache = `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total`
  *   (`vllm:gpu_prefix_cache_*` before 0.9), in tokens.
+ * - engine facts (step-facts.ts): prefill time and prompt tokens of finished requests, the
+ *   largest step (`vllm:iteration_tokens_total`).
  * Gives every BackendLoad field.
  */
 import { cacheConfigBlocks, cacheConfigCapacity } from './cache-config.js'
 import { defineAdapter } from './define.js'
 import { meanOf, ratio, sumOf } from './select.js'
+import { readStepFacts, STEP_FACT_METRICS } from './step-facts.js'
 
 const WAITING = ['vllm:num_requests_waiting']
 const RUNNING = ['vllm:num_requests_running']
@@ -27,7 +30,16 @@ export const vllmAdapter = defineAdapter({
   engine: 'vllm',
   unsupported: [],
   family: 'vllm:',
-  metrics: [...WAITING, ...RUNNING, ...KV, CACHE_CONFIG, ...PREEMPTIONS, ...PREFIX_QUERIES, ...PREFIX_HITS],
+  metrics: [
+    ...WAITING,
+    ...RUNNING,
+    ...KV,
+    CACHE_CONFIG,
+    ...PREEMPTIONS,
+    ...PREFIX_QUERIES,
+    ...PREFIX_HITS,
+    ...STEP_FACT_METRICS,
+  ],
   read: (t) => ({
     waiting: sumOf(t, WAITING),
     running: sumOf(t, RUNNING),
@@ -37,5 +49,6 @@ export const vllmAdapter = defineAdapter({
     preemptionsTotal: sumOf(t, PREEMPTIONS),
     prefixCacheQueriesTotal: sumOf(t, PREFIX_QUERIES),
     prefixCacheHitsTotal: sumOf(t, PREFIX_HITS),
+    ...readStepFacts(t),
   }),
 })

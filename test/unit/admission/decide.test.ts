@@ -66,9 +66,10 @@ describe('admission decision', () => {
     const i = input(main, { max_tokens: 2048, n: 2 })
     const d = admission.decide(i)
     expect(d.kind).toBe('admit')
-    // cap_max_tokens changes the request but not the predicted TTFT; the fallback does
-    expect(i.ticket.degraded).toEqual(['cap_max_tokens', 'fallback_model'])
-    expect(i.body.max_tokens).toBe(256)
+    // a TTFT miss only: cap_max_tokens cannot help it (the prompt is the same) and is
+    // skipped, the request is left as it was asked; the fallback helps
+    expect(i.ticket.degraded).toEqual(['fallback_model'])
+    expect(i.body.max_tokens).toBe(2048)
     expect(i.body.model).toBe('s')
     expect(i.body.n).toBe(2) // single_choice was not needed
     expect(i.ticket.poolName).toBe('small')

@@ -50,8 +50,9 @@ describe('demote_to_batch', () => {
     expect(d.kind).toBe('admit')
     if (d.kind === 'admit') expect(d.className).toBe('batch')
     expect(r.ticket.class).toBe('batch')
-    // cap_max_tokens came first (it does not change TTFT), then the demotion
-    expect(r.ticket.degraded).toEqual(['cap_max_tokens', 'demote_to_batch'])
+    // cap_max_tokens comes first but cannot help a TTFT miss (it does not change TTFT): skipped
+    expect(r.ticket.degraded).toEqual(['demote_to_batch'])
+    expect(r.body.max_tokens).toBe(500)
     // judged by batch's objectives now, and re-predicted there
     expect(r.ticket.slo).toEqual({ e2e_ms: 30 * 60_000 })
     expect(r.ticket.predictedTtftMs).toBeGreaterThan(150)
@@ -63,7 +64,7 @@ describe('demote_to_batch', () => {
     const d = admission.decide(r)
     expect(d.kind === 'reject' && d.error.rejectReason).toBe('ttft_slo')
     expect(r.ticket.class).toBe('interactive')
-    expect(r.ticket.degraded).toEqual(['cap_max_tokens'])
+    expect(r.ticket.degraded).toEqual([])
   })
 
   it('does not demote into a class the tenant may not use', () => {
