@@ -18,7 +18,10 @@ export interface SafeZone {
   readonly boundBy: string | undefined
   readonly kvConcurrency: number | undefined
   readonly tpotConcurrency: number | undefined
-  /** Requests/s per replica at that concurrency (Little's law over the step model). */
+  /**
+   * Requests/s per replica: UTILIZATION x the least of Little's law at that concurrency and
+   * the engine's time per request (prefill + its share of the decode steps).
+   */
   readonly ratePerReplica: number | undefined
   /** A request's time at that concurrency: idle prefill + output x decode step, ms. */
   readonly requestMs: number | undefined
@@ -47,6 +50,9 @@ export interface PoolContract {
   readonly facts: ReturnType<typeof factsJson>
   readonly classes: readonly ClassContract[]
 }
+
+/** The share of one replica's capacity the safe zone fills: the seeds' 20-30% headroom. */
+export const UTILIZATION = 0.75
 
 function safeZone(
   p: PoolSubject,
@@ -82,8 +88,13 @@ function safeZone(
   let requestMs: number | undefined
   let ratePerReplica: number | undefined
   if (concurrency !== undefined && concurrency > 0) {
-    requestMs = p.cost.idlePrefillMs(t.promptTokens) + t.outputTokens * p.cost.decodeStepMs(concurrency, ctx)
-    ratePerReplica = round((1000 * concurrency) / requestMs, 2)
+    const step = p.cost.decodeStepMs(concurrency, ctx)
+    requestMs = p.cost.idlePrefillMs(t.promptTokens) + t.outputTokens * step
+    // Little's law at that concurrency, and the engine's own time per request (its prefill
+    // and its share of the batch's decode steps), whichever binds; kept at UTILIZATION
+    const little = (1000 * concurrency) / requestMs
+    const engineMs = p.cost.idlePrefillMs(t.promptTokens) + (t.outputTokens * step) / concurrency
+    ratePerReplica = round(UTILIZATION * Math.min(little, 1000 / engineMs), 2)
     requestMs = round(requestMs, 1)
   }
   return { concurrency, boundBy, kvConcurrency, tpotConcurrency, ratePerReplica, requestMs }

@@ -101,7 +101,7 @@ export async function buildSubjects(
         fix: `set ${path}.capacity.kv_tokens and capacity.max_num_seqs, or pass --profile`,
       })
     }
-    const facts = mergeFacts(live, pool.capacity, `${path}`, e.profile)
+    const facts = mergeFacts(live, pool.capacity, `${path}.capacity`, e.profile)
     const a = config.admission.estimator
     const cost =
       e.profile === undefined
