@@ -1,6 +1,7 @@
 /** The flags of `slo-gateway bench`, and its usage. */
 import { parseFlags, UsageError } from '../cli-flags.js'
 import type { LoopMode } from './bench-run.js'
+import type { Workload } from './workload-schema.js'
 
 export const BENCH_USAGE = `Usage: slo-gateway bench --target URL --workload FILE [options]
 
@@ -21,6 +22,20 @@ Options:
   --seed N             the seed of every draw (default: the workload's); same seed, same requests
   --model NAME         the model (default: the workload's, else the first of GET /v1/models)
   --out DIR            where the files go (default bench-results/<date-time>)
+
+Load curves (open loop; --duration or --requests is then per level):
+  --sweep M1,M2,...    one run per multiple of the capacity, e.g. 0.5,1,2,4
+  --capacity R         the capacity (req/s) the multiples are of; without it the bench
+                       measures the saturation throughput first: a closed-loop ramp,
+                       concurrency 1, 2, 4, ... until a step gains < 10% or refuses > 10%
+  --find-max-goodput   the highest rate whose SLO attainment of offered requests stays
+                       >= --attainment (DistServe's goodput per server): from --rate, else
+                       half the capacity, double or halve to bracket it, then bisect
+  --attainment A       the share that must be good (default 0.9)
+  --slo-class NAME     judge one class's attainment (default: every request)
+  --tolerance T        stop bisecting when the bracket is within T of its top (default 0.05)
+  --max-trials N       at most N runs in the search (default 10)
+  --probe-duration S   each step of the capacity ramp (default 10)
   --quiet              no progress line
   -h, --help           this help
 
@@ -38,6 +53,39 @@ export interface BenchOptions {
   readonly model?: string
   readonly out?: string
   readonly quiet?: boolean
+  /** Multiples of the capacity, one run each. */
+  readonly sweep?: readonly number[]
+  readonly capacity?: number
+  readonly findMaxGoodput?: boolean
+  readonly attainment?: number
+  readonly sloClass?: string
+  readonly tolerance?: number
+  readonly maxTrials?: number
+  readonly probeDurationS?: number
+}
+
+/** Each run's limit: the flags over the workload's; 60 s when neither sets one. */
+export function runLimits(o: BenchOptions, w: Workload): { durationS?: number; requests?: number } {
+  const fromFlags = o.durationS !== undefined || o.requests !== undefined
+  const durationS = fromFlags ? o.durationS : w.duration_s
+  const requests = fromFlags ? o.requests : w.requests
+  return {
+    ...(durationS === undefined && requests === undefined ? { durationS: 60 } : {}),
+    ...(durationS === undefined ? {} : { durationS }),
+    ...(requests === undefined ? {} : { requests }),
+  }
+}
+
+/** `0.5,1,2,4`: positive numbers, ascending, no repeats. */
+function multiples(v: string | undefined): number[] | undefined {
+  if (v === undefined) return undefined
+  const parts = v.split(',').map((x) => x.trim())
+  const ns = parts.map(Number)
+  const bad = parts.find((x, i) => x === '' || !(Number.isFinite(ns[i]) && ns[i]! > 0))
+  if (bad !== undefined)
+    throw usage(`--sweep: expected multiples > 0 separated by commas (e.g. 0.5,1,2,4), got '${v}'`)
+  if (new Set(ns).size !== ns.length) throw usage(`--sweep: a multiple appears twice in '${v}'`)
+  return [...ns].sort((a, b) => a - b)
 }
 
 export function usage(message: string): UsageError {
@@ -74,6 +122,14 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     model: { type: 'string' },
     out: { type: 'string' },
     quiet: { type: 'boolean' },
+    sweep: { type: 'string' },
+    capacity: { type: 'string' },
+    'find-max-goodput': { type: 'boolean' },
+    attainment: { type: 'string' },
+    'slo-class': { type: 'string' },
+    tolerance: { type: 'string' },
+    'max-trials': { type: 'string' },
+    'probe-duration': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   })
   if (values.help) return 'help'
@@ -90,6 +146,13 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
   const durationS = num('duration', values.duration, 'positive')
   const requests = num('requests', values.requests, 'count')
   const seed = num('seed', values.seed, 'seed')
+  const curve = curveOptions(values)
+  if (curve.sweep !== undefined && concurrency !== undefined)
+    throw usage('--sweep runs open loops: it takes no --concurrency')
+  if (curve.sweep !== undefined && rate !== undefined)
+    throw usage('--sweep: its rates are multiples of --capacity; it takes no --rate')
+  if (curve.findMaxGoodput === true && concurrency !== undefined)
+    throw usage('--find-max-goodput runs open loops: it takes no --concurrency (--rate is its first rate)')
   const mode = rate !== undefined ? { rate } : concurrency !== undefined ? { concurrency } : undefined
   return {
     target: values.target,
@@ -101,7 +164,63 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     ...(values.model === undefined ? {} : { model: values.model }),
     ...(values.out === undefined ? {} : { out: values.out }),
     ...(values.quiet ? { quiet: true } : {}),
+    ...curve,
   }
+}
+
+type Values = ReturnType<typeof parseFlags>['values']
+
+function curveOptions(values: Values): Partial<BenchOptions> {
+  const str = (k: string) => {
+    const v = values[k]
+    return typeof v === 'string' ? v : undefined
+  }
+  const sweep = multiples(str('sweep'))
+  const find = values['find-max-goodput'] === true
+  if (sweep !== undefined && find) throw usage('--sweep and --find-max-goodput exclude each other')
+  const attainment = num('attainment', str('attainment'), 'positive')
+  if (attainment !== undefined && attainment > 1)
+    throw usage(`--attainment: expected a share in (0, 1], got '${str('attainment')}'`)
+  const tolerance = num('tolerance', str('tolerance'), 'positive')
+  if (tolerance !== undefined && tolerance >= 1)
+    throw usage(`--tolerance: expected a share in (0, 1), got '${str('tolerance')}'`)
+  const o: Partial<BenchOptions> = {
+    ...(sweep === undefined ? {} : { sweep }),
+    ...(find ? { findMaxGoodput: true } : {}),
+    ...opt('capacity', num('capacity', str('capacity'), 'positive')),
+    ...opt('attainment', attainment),
+    ...opt('sloClass', str('slo-class')),
+    ...opt('tolerance', tolerance),
+    ...opt('maxTrials', num('max-trials', str('max-trials'), 'count')),
+    ...opt('probeDurationS', num('probe-duration', str('probe-duration'), 'positive')),
+  }
+  const curveOnly = [
+    'attainment',
+    'tolerance',
+    'maxTrials',
+    'capacity',
+    'probeDurationS',
+    'sloClass',
+  ] as const
+  const flag = {
+    attainment: 'attainment',
+    tolerance: 'tolerance',
+    maxTrials: 'max-trials',
+    capacity: 'capacity',
+    probeDurationS: 'probe-duration',
+    sloClass: 'slo-class',
+  }
+  if (sweep === undefined && !find)
+    for (const k of curveOnly)
+      if (o[k] !== undefined) throw usage(`--${flag[k]} goes with --sweep or --find-max-goodput`)
+  if (sweep !== undefined)
+    for (const k of ['attainment', 'tolerance', 'maxTrials'] as const)
+      if (o[k] !== undefined) throw usage(`--${flag[k]} goes with --find-max-goodput, not --sweep`)
+  return o
+}
+
+function opt<K extends string, V>(k: K, v: V | undefined): { [P in K]?: V } {
+  return (v === undefined ? {} : { [k]: v }) as { [P in K]?: V }
 }
 
 /** The origin and the path prefix (`/v1`, or the target's own path when it ends in /v1). */

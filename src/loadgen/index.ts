@@ -2,10 +2,20 @@
 // in bench/ reuse: workloads, arrivals, the streaming client's timing, summaries and reports.
 export { type ArrivalSpec, arrivalGaps, gammaDraw } from './arrivals.js'
 export { BENCH_USAGE, type BenchOptions, parseBenchArgs, splitTarget } from './bench-args.js'
-export { BenchError, runBenchCommand } from './bench-command.js'
+export { runBenchCommand } from './bench-command.js'
 export { benchMarkdown, type RunInfo } from './bench-markdown.js'
 export { type BenchRecord, type LoopMode, type RunResult, runBench } from './bench-run.js'
+export { BenchError, BenchSession, type Level, type LevelRun, type SessionOptions } from './bench-session.js'
 export { type BenchSummary, isGood, outcomeOf, reasonOf, summarizeRun } from './bench-summary.js'
+export { type CapacityResult, measureCapacity, type ProbeStep, rampCapacity } from './capacity-probe.js'
+export { type FindMaxGoodputOptions, findMaxGoodput, type MaxGoodputResult } from './find-max-goodput.js'
+export {
+  type SearchOptions,
+  type SearchResult,
+  type SearchTrial,
+  type StopReason,
+  searchMaxRate,
+} from './goodput-search.js'
 export { lengthDraw } from './lengths.js'
 export {
   type ClosedLoopOptions,
@@ -20,6 +30,7 @@ export {
   send,
   succeeded,
 } from './load-client.js'
+export { judgedRow, type LevelPoint, LevelRunner } from './load-levels.js'
 export {
   fmt,
   fmtDelta,
