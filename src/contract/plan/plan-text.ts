@@ -12,7 +12,7 @@ function cells(r: RunResult): string[] {
 
 function costLine(name: string, c: CostFigures | undefined): string {
   if (c === undefined) return `- ${name}: no good requests`
-  return `- ${name}: ${c.per1kTokens.toFixed(5)} per 1K tokens (prompt + output), ${c.per1kOutputTokens.toFixed(5)} per 1K output tokens, ${c.perRequest.toFixed(6)} per request`
+  return `- ${name}: ${c.per1kTokens.toPrecision(3)} per 1K tokens (prompt + output), ${c.per1kOutputTokens.toPrecision(3)} per 1K output tokens, ${c.perRequest.toPrecision(3)} per request`
 }
 
 export function planMarkdown(p: PlanResult): string {

@@ -169,11 +169,11 @@ export function runPlan(spec: PlanSpec): PlanResult {
     }
     let { pass, fail } = bracket()
     // the sweep did not find the boundary: double past the highest rate, or halve below the lowest
-    for (let i = 0; fail === undefined && i < 4; i++) {
+    for (let i = 0; fail === undefined && i < 4 && runs - before < spec.maxSearchRuns; i++) {
       run(round3(tried().at(-1)!.rate * 2), admission)
       ;({ pass, fail } = bracket())
     }
-    for (let i = 0; pass === undefined && i < 4; i++) {
+    for (let i = 0; pass === undefined && i < 4 && runs - before < spec.maxSearchRuns; i++) {
       run(round3(tried()[0]!.rate / 2), admission)
       ;({ pass, fail } = bracket())
     }
