@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * slo-gateway serve | check-config | hash-key | sim | bench | help | --version
+ * slo-gateway serve | check-config | doctor | plan | hash-key | sim | bench | help | --version
  *
  * Exit codes: 0 done, 1 a bad config or a failure (a port in use), 2 a usage error (an
  * unknown command or flag: the command's usage is printed).
@@ -20,6 +20,12 @@ const USAGE = `slo-gateway: an SLO-aware admission-control gateway for OpenAI-co
 Usage:
   slo-gateway serve [options]          run the gateway
   slo-gateway check-config FILE        validate a config file and print every problem
+  slo-gateway doctor [--config FILE] [--json]
+                                       judge a config against its engines: risky settings, with
+                                       the numbers, why and the fix; the serving contract
+  slo-gateway plan --profile P --workload W [--target-rate R] [--gpu-cost-per-hour C]
+                                       max goodput per replica, replicas and cost, from the
+                                       simulator in virtual time, with and without admission
   slo-gateway hash-key [KEY]           the SHA-256 hex of an API key (or of stdin), for tenants[].api_keys
   slo-gateway sim [options]            run the built-in model-server simulator
   slo-gateway bench --target URL --workload FILE [--rate R | --concurrency C]
@@ -211,6 +217,14 @@ export async function main(argv: string[]): Promise<number> {
         return checkConfig(rest)
       case 'hash-key':
         return await hashKeyCommand(rest)
+      case 'doctor': {
+        const { doctorCommand } = await import('./contract/doctor-command.js')
+        return await doctorCommand(rest)
+      }
+      case 'plan': {
+        const { planCommand } = await import('./contract/plan/plan-command.js')
+        return await planCommand(rest)
+      }
       case 'sim': {
         const { runSimCli } = await import('./sim/index.js')
         return await runSimCli(rest)
@@ -243,8 +257,12 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`slo-gateway: ${err.message}\n`)
       return 1
     }
+    if (err instanceof Error && (err.name === 'ProfileError' || err.name === 'PlanError')) {
+      process.stderr.write(`slo-gateway ${command}: ${err.message}\n`)
+      return 1
+    }
     if (err instanceof Error && (err.name === 'WorkloadError' || err.name === 'BenchError')) {
-      process.stderr.write(`slo-gateway bench: ${err.message}\n`)
+      process.stderr.write(`slo-gateway ${command}: ${err.message}\n`)
       return 1
     }
     if (err instanceof ListenError) {

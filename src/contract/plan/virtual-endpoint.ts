@@ -1,0 +1,132 @@
+/**
+ * One simulated replica as the gateway's admission sees it, in virtual time: the simulator's
+ * engine (the same step machine `slo-gateway sim` serves), the backends' in-flight ledger, and
+ * "scrapes" of the engine's own state at the pool's scrape interval, corrected by the ledger
+ * exactly as a real endpoint's load is (load-correction.ts). No sockets, no timers: the plan's
+ * driver moves time.
+ */
+import { Dispatcher } from 'undici'
+import { Ledger, type LedgerEntryHandle } from '../../backends/ledger.js'
+import { correctLoad } from '../../backends/load-correction.js'
+import type {
+  BackendLoad,
+  EffectiveLoad,
+  Endpoint,
+  EndpointResult,
+  EndpointView,
+  Lease,
+} from '../../backends/types.js'
+import type { Clock } from '../../clock.js'
+import type { PoolConfig } from '../../config/schema.js'
+import { SimEngine } from '../../sim/engine.js'
+import type { SimProfile } from '../../sim/profile-schema.js'
+
+/** Never sends anything: a virtual endpoint is reached through its engine, not HTTP. */
+const NO_DISPATCHER = new Dispatcher()
+
+class VirtualLease implements Lease {
+  private released = false
+  constructor(
+    readonly endpoint: VirtualEndpoint,
+    private readonly entry: LedgerEntryHandle,
+  ) {}
+  release(_result: EndpointResult): void {
+    if (this.released) return
+    this.released = true
+    this.endpoint.close(this.entry)
+  }
+  ended(_ticket: unknown, result: EndpointResult | undefined): void {
+    this.release(result ?? 'client_abort')
+  }
+}
+
+export class VirtualEndpoint implements Endpoint {
+  readonly origin: string
+  readonly dispatcher: Dispatcher = NO_DISPATCHER
+  readonly engine: SimEngine
+  /** When the step in flight ends (virtual ms); undefined while the engine is idle. */
+  stepEndsAt: number | undefined = undefined
+  private readonly ledger = new Ledger()
+  private scraped: BackendLoad | undefined = undefined
+  private scrapedAt: number | undefined = undefined
+
+  constructor(
+    readonly name: string,
+    profile: SimProfile,
+    private readonly pool: PoolConfig,
+    private readonly clock: Clock,
+  ) {
+    this.origin = `virtual://${name}`
+    this.engine = new SimEngine({ profile })
+  }
+
+  get load(): BackendLoad | undefined {
+    return this.scraped
+  }
+
+  get loadAt(): number | undefined {
+    return this.scrapedAt
+  }
+
+  /** Reads the engine's state as its /metrics would show it now. */
+  scrape(): void {
+    const epoch = this.ledger.beginScrape()
+    const e = this.engine
+    const pe = e.profile.engine
+    this.scraped = {
+      waiting: e.numWaiting,
+      running: e.numRunning,
+      kvUsage: e.kv.usage,
+      kvCapacityTokens: pe.numGpuBlocks * pe.blockSize,
+      blockSize: pe.blockSize,
+      prefixCaching: pe.enablePrefixCaching,
+    }
+    this.scrapedAt = this.clock.now()
+    this.ledger.applyScrape(epoch)
+  }
+
+  effectiveLoad(): EffectiveLoad {
+    const now = this.clock.now()
+    const cap = this.pool.capacity
+    const age = this.scrapedAt === undefined ? undefined : now - this.scrapedAt
+    return correctLoad({
+      load: this.scraped,
+      ledger: this.ledger.snapshot(),
+      fresh: age !== undefined && age <= this.pool.stale_after_ms,
+      ageMs: age,
+      capacity: {
+        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
+        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
+      },
+    })
+  }
+
+  view(): EndpointView {
+    const cap = this.pool.capacity
+    return {
+      name: this.name,
+      pool: this.pool.name,
+      effective: this.effectiveLoad(),
+      capacity: {
+        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
+        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
+      },
+    }
+  }
+
+  /** Usable as a real endpoint is: fresh load, or a pool that fails open. */
+  usable(): boolean {
+    if (this.pool.fail_open) return true
+    const at = this.scrapedAt
+    return at !== undefined && this.clock.now() - at <= this.pool.stale_after_ms
+  }
+
+  acquire(tokens: number): Lease {
+    return new VirtualLease(this, this.ledger.open(tokens, this.clock.now()))
+  }
+
+  /** @internal the lease's release. */
+  close(entry: LedgerEntryHandle): void {
+    this.ledger.close(entry)
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * A pool of virtual endpoints behind the gateway's own picker (least-wait scorer), as
+ * admission expects a BackendPool to behave (backends/pool.ts), without HTTP or discovery.
+ */
+import { Picker } from '../../backends/picker.js'
+import { leastWaitScorer } from '../../backends/scorer.js'
+import type { BackendPool, Endpoint, EndpointView, Lease } from '../../backends/types.js'
+import type { PoolConfig } from '../../config/schema.js'
+import type { VirtualEndpoint } from './virtual-endpoint.js'
+
+export class VirtualPool implements BackendPool {
+  readonly name: string
+  private readonly picker = new Picker(leastWaitScorer)
+
+  constructor(
+    readonly config: PoolConfig,
+    readonly replicas: readonly VirtualEndpoint[],
+  ) {
+    this.name = config.name
+  }
+
+  endpoints(): readonly Endpoint[] {
+    return this.replicas
+  }
+
+  acquire(tokens: number, accept?: (view: EndpointView) => boolean): Lease | undefined {
+    const candidates: VirtualEndpoint[] = []
+    const views: EndpointView[] = []
+    for (const ep of this.replicas) {
+      if (!ep.usable()) continue
+      const view = ep.view()
+      if (accept !== undefined && !accept(view)) continue
+      candidates.push(ep)
+      views.push(view)
+    }
+    if (candidates.length === 0) return undefined
+    const chosen = this.picker.pick(views, tokens)
+    return chosen < 0 ? undefined : candidates[chosen]!.acquire(tokens)
+  }
+
+  views(): EndpointView[] {
+    const out: EndpointView[] = []
+    for (const ep of this.replicas) if (ep.usable()) out.push(ep.view())
+    return out
+  }
+
+  retryAfterMs(): number {
+    return this.replicas.some((ep) => ep.usable()) ? 0 : this.config.scrape_interval_ms
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * One plan run: a workload at one offered rate against N simulated replicas, in virtual
+ * time, with the gateway's admission in front (the real Admission: its estimator, class
+ * queues, gates, decode guard, degrade ladder and early refusal, on a virtual clock) or
+ * without it (every request straight to the least-loaded engine, as a plain proxy would).
+ *
+ * An event loop, no timers: the next event is the earliest of an arrival, the end of an
+ * engine step, a scrape, and a queued request's deadline. After the events of an instant,
+ * admission's dispatcher runs (as the gateway runs it after each I/O phase), then each idle
+ * engine with work begins its next step, as the simulator's EngineLoop does.
+ *
+ * What it approximates (docs/contract.md): the network and the gateway's own CPU take no
+ * time; a scrape reads the engine instantly; the gateway's prompt-token estimate is exact;
+ * prompts share no prefix (no prefix-cache hits); conversations' history is not replayed.
+ */
+import { Admission } from '../../admission/admission.js'
+import { type HeapNode, IndexedMinHeap } from '../../admission/min-heap.js'
+import { Waiting } from '../../admission/pool-admission.js'
+import type { Backends, Lease } from '../../backends/types.js'
+import type { GatewayConfig, PoolConfig } from '../../config/schema.js'
+import { GatewayError } from '../../errors.js'
+import { Exchange } from '../../exchange.js'
+import type { LoadedWorkload } from '../../loadgen/workload-load.js'
+import { planOutput } from '../../sim/output-length.js'
+import type { SimProfile } from '../../sim/profile-schema.js'
+import { deriveSeed, Rng } from '../../sim/rng.js'
+import { type FinishReason, SimRequest, type TokenSink } from '../../sim/sim-request.js'
+import { Ticket } from '../../ticket.js'
+import { type PlanRequest, planRequests } from './plan-requests.js'
+import { type RequestOutcome, type RunResult, summarizeOutcomes } from './run-outcomes.js'
+import { VirtualEndpoint } from './virtual-endpoint.js'
+import { VirtualPool } from './virtual-pool.js'
+
+export interface RunSpec {
+  readonly profile: SimProfile
+  /** The gateway's config: classes, admission, and the pool's scrape interval and capacity. */
+  readonly config: GatewayConfig
+  readonly pool: PoolConfig
+  readonly workload: LoadedWorkload
+  /** Offered requests/s to the whole pool. */
+  readonly ratePerS: number
+  readonly replicas: number
+  /** Arrivals in [0, durationMs); then up to drainMs for the last ones to finish. */
+  readonly durationMs: number
+  readonly drainMs: number
+  readonly admission: boolean
+  readonly seed?: number
+  /** Attainment of this workload class only (default: every request). */
+  readonly sloClass?: string
+}
+
+/** A queued request whose dispatch or refusal the driver hears at once (not through a promise). */
+class PlanWaiting extends Waiting {
+  onSettle: (r: Lease | GatewayError) => void = () => {}
+  settled = false
+  override resolve(r: Lease | GatewayError): void {
+    this.settled = true
+    super.resolve(r)
+    this.onSettle(r)
+  }
+}
+
+/**
+ * The plan never reads a ticket's token gaps (the exchange records each one there for
+ * telemetry): a list that keeps none spares the garbage collector a number per token.
+ */
+function noGaps(): number[] {
+  const gaps: number[] = []
+  gaps.push = () => 0
+  return gaps
+}
+
+class VirtualClock {
+  t = 0
+  now = (): number => this.t
+}
+
+export function runVirtual(spec: RunSpec): RunResult {
+  // every refusal is a GatewayError: their stack traces are most of a refusal's cost, and
+  // nothing here prints them
+  const stackLimit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return run(spec)
+  } finally {
+    Error.stackTraceLimit = stackLimit
+  }
+}
+
+function run(spec: RunSpec): RunResult {
+  const started = performance.now()
+  const clock = new VirtualClock()
+  const eps = Array.from(
+    { length: spec.replicas },
+    (_, i) => new VirtualEndpoint(`${spec.pool.name}-${i}`, spec.profile, spec.pool, clock),
+  )
+  const pool = new VirtualPool(spec.pool, eps)
+  const backends: Backends = {
+    route: () => pool,
+    pools: () => [pool],
+    modelIds: () => [spec.profile.model],
+    ready: () => true,
+    start() {},
+    close: async () => {},
+    state: () => ({}),
+  }
+  const admission = spec.admission ? new Admission(spec.config, backends, clock) : undefined
+  const pa = admission?.poolAdmission(pool)
+  const outcomes: RequestOutcome[] = []
+  const queued = new IndexedMinHeap<Deadline>((a, b) => a.at < b.at || (a.at === b.at && a.seq < b.seq))
+  const inflight = new Set<PlanRequest>()
+  const outputRng = new Rng(deriveSeed(spec.seed ?? spec.workload.workload.seed, 99))
+  const ignoreEos = spec.workload.workload.ignore_eos
+
+  const refuse = (r: PlanRequest, reason: string) => outcomes.push({ ...base(r), status: 'refused', reason })
+
+  const send = (r: PlanRequest, ep: VirtualEndpoint, maxTokens: number, ex: Exchange | undefined) => {
+    const out = planOutput(maxTokens, ignoreEos, spec.profile.output, outputRng)
+    let first = -1
+    inflight.add(r)
+    const sink: TokenSink = {
+      onToken(req: SimRequest, finish: FinishReason | null) {
+        const now = clock.t
+        if (first < 0) {
+          first = now
+          ex?.responseStarted(200)
+        }
+        ex?.contentToken()
+        if (finish === null) return
+        inflight.delete(r)
+        const n = req.numOutput
+        if (ex !== undefined) {
+          ex.ticket.usage = { promptTokens: r.promptTokens, completionTokens: n }
+          ex.ticket.finishReason = finish
+          ex.end('ok')
+        }
+        outcomes.push({
+          ...base(r),
+          status: 'ok',
+          ttftMs: first - r.arrivalMs,
+          ...(n > 1 ? { tpotMs: (now - first) / (n - 1) } : {}),
+          e2eMs: now - r.arrivalMs,
+          outputTokens: n,
+        })
+      },
+    }
+    const req = new SimRequest({
+      id: String(r.index),
+      promptTokens: r.promptTokens,
+      targetOutput: out.tokens,
+      finishReason: out.finishReason,
+      blockHashes: [],
+      sink,
+      arrival: clock.t,
+    })
+    ep.engine.submit(req)
+  }
+
+  const dispatch = (r: PlanRequest, t: Ticket, lease: Lease) => {
+    const ep = lease.endpoint as VirtualEndpoint
+    const ex = new Exchange(t, clock, [])
+    ex.observe(lease)
+    ex.dispatched(ep.name)
+    send(r, ep, t.maxTokens ?? r.maxTokens, ex)
+  }
+
+  const arrive = (r: PlanRequest) => {
+    if (admission === undefined) {
+      // a plain proxy: the least-loaded engine, whatever its state
+      let best = eps[0]!
+      for (const ep of eps)
+        if (ep.engine.numRunning + ep.engine.numWaiting < best.engine.numRunning + best.engine.numWaiting)
+          best = ep
+      send(r, best, r.maxTokens, undefined)
+      return
+    }
+    const t = new Ticket(`p${r.index}`, 'POST', '/v1/chat/completions', clock.t)
+    t.generation = true
+    t.api = 'chat'
+    t.stream = true
+    t.model = spec.profile.model
+    t.tenant = r.tenant
+    t.requestedClass = r.priority
+    t.serviceTier = r.serviceTier
+    t.demotable = r.demotable
+    t.promptTokens = r.promptTokens
+    t.maxTokens = r.maxTokens
+    t.expectedOutputTokens = r.maxTokens
+    t.itlMs = noGaps()
+    const body = {
+      model: spec.profile.model,
+      max_tokens: r.maxTokens,
+      stream: true,
+      ...(r.serviceTier === undefined ? {} : { service_tier: r.serviceTier }),
+    }
+    const d = admission.decide({ ticket: t, body, pool, tenantWeight: 1 })
+    if (d.kind === 'reject') return refuse(r, d.error.rejectReason ?? d.error.code)
+    const w = new PlanWaiting(t, d.className, d.promptTokens, d.kvTokens, d.prediction, d.blocks)
+    const placed = d.poolAdmission.place(w, t.tenant, d.weight, d.deadline)
+    if (placed instanceof GatewayError) return refuse(r, placed.rejectReason ?? placed.code)
+    if (placed !== w) return dispatch(r, t, placed as Lease)
+    w.onSettle = (res) => {
+      if (res instanceof GatewayError) refuse(r, res.rejectReason ?? res.code)
+      else dispatch(r, t, res)
+    }
+    queued.push({ at: d.deadline, seq: r.index, w, r, heapIndex: -1 })
+  }
+
+  const requests = planRequests(spec.workload, spec.ratePerS, spec.durationMs, spec.seed)
+  let next = requests.next()
+  const scrapeMs = spec.pool.scrape_interval_ms
+  let nextScrape = 0
+  const stopAt = spec.durationMs + spec.drainMs
+  for (;;) {
+    // the next event
+    let t = next.done ? Number.POSITIVE_INFINITY : next.value.arrivalMs
+    for (const ep of eps) if (ep.stepEndsAt !== undefined && ep.stepEndsAt < t) t = ep.stepEndsAt
+    while (queued.size > 0 && queued.peek()!.w.settled) queued.pop()
+    const top = queued.peek()
+    if (top !== undefined && top.at < t) t = top.at
+    const busy = inflight.size > 0 || top !== undefined
+    if (admission !== undefined && busy && nextScrape < t) t = nextScrape
+    if (!Number.isFinite(t) || t > stopAt) break
+    clock.t = t
+    for (const ep of eps) {
+      if (ep.stepEndsAt !== t) continue
+      ep.stepEndsAt = undefined
+      ep.engine.finishStep(t)
+    }
+    if (admission !== undefined && t >= nextScrape) {
+      for (const ep of eps) ep.scrape()
+      nextScrape = t + scrapeMs
+    }
+    for (let q = queued.peek(); q !== undefined && (q.w.settled || q.at <= t); q = queued.peek()) {
+      queued.pop()
+      // still queued at its deadline: shed (queue_timeout), as the gateway's deadline timer does
+      if (!q.w.settled && q.w.cancel()) {
+        q.w.settled = true
+        refuse(q.r, 'queue_timeout')
+      }
+    }
+    while (!next.done && next.value.arrivalMs <= t) {
+      arrive(next.value)
+      next = requests.next()
+    }
+    pa?.pump()
+    for (const ep of eps) {
+      if (ep.stepEndsAt !== undefined || !ep.engine.hasWork) continue
+      const d = ep.engine.beginStep(t)
+      if (d !== null) ep.stepEndsAt = t + d
+    }
+  }
+  // cut at the end of the drain: what is still queued or running failed
+  for (let q = queued.pop(); q !== undefined; q = queued.pop())
+    if (!q.w.settled && q.w.cancel()) outcomes.push({ ...base(q.r), status: 'failed', reason: 'cut' })
+  for (const r of inflight) outcomes.push({ ...base(r), status: 'failed', reason: 'cut' })
+  admission?.close()
+  const cpuMs = performance.now() - started
+  return summarizeOutcomes(outcomes, spec.ratePerS, spec.durationMs, cpuMs, spec.sloClass)
+}
+
+interface Deadline extends HeapNode {
+  readonly at: number
+  readonly seq: number
+  readonly w: PlanWaiting
+  readonly r: PlanRequest
+}
+
+function base(r: PlanRequest) {
+  return { className: r.className, promptTokens: r.promptTokens, outputTokens: 0, slo: r.slo }
+}
