@@ -4,6 +4,7 @@
  *
  * - promtool (Debian package `prometheus`): the e2e tests check /metrics and the alert rules.
  * - redis-server (Debian package `redis-server`): the limiter stores' integration tests.
+ * - chromium (Debian package `chromium`): the dashboard's test loads /dashboard in it, headless.
  * - kubectl with kustomize v5 (kubectl 1.27+; Debian package `kubernetes-client` where the
  *   release ships one that new): the deploy tests build deploy/k8s (kustomize-tool.mjs).
  *   Debian bookworm's is kubectl 1.20, too old: then it says what to install instead.
@@ -21,6 +22,7 @@ import { debianKubectlCandidate, findKustomize, MIN_KUBECTL_MINOR } from './kust
 const NEEDED = [
   { program: 'promtool', debian: 'prometheus' },
   { program: 'redis-server', debian: 'redis-server' },
+  { program: 'chromium', debian: 'chromium' },
 ]
 
 const say = (line) => process.stderr.write(`test-prereqs: ${line}\n`)
@@ -105,7 +107,12 @@ if (prefix === undefined) {
       `\n  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${p}\n\n`,
     )
   } else if (process.platform === 'darwin') {
-    const formula = { promtool: 'prometheus', 'redis-server': 'redis', kubectl: 'kubectl' }
+    const formula = {
+      promtool: 'prometheus',
+      'redis-server': 'redis',
+      kubectl: 'kubectl',
+      chromium: '--cask chromium',
+    }
     const brew = missing.map((n) => formula[n.program]).join(' ')
     process.stderr.write(`\n  brew install ${brew}\n\n`)
   } else {

@@ -110,6 +110,14 @@ export const ERRORS = {
     outcome: 'invalid',
     retryable: false,
   },
+  GW_ERR_ADMIN_UNAUTHORIZED: {
+    status: 401,
+    type: 'authentication_error',
+    message:
+      'This admin route needs the admin token: send it as Authorization: Bearer TOKEN (server.admin_token).',
+    outcome: 'invalid',
+    retryable: false,
+  },
   GW_ERR_UNKNOWN_TENANT: {
     status: 401,
     type: 'authentication_error',

@@ -14,10 +14,12 @@ import Fastify, {
 } from 'fastify'
 import type { Registry } from 'prom-client'
 import { registerAdminRoutes } from './admin.js'
+import { protectAdmin } from './admin-auth.js'
 import { type AdmissionControl, PassThrough } from './admission/index.js'
 import type { Backends } from './backends/types.js'
 import type { Clock } from './clock.js'
 import type { GatewayConfig } from './config/schema.js'
+import { DASHBOARD_PUBLIC_PATHS, dashboardData, registerDashboard } from './dashboard/index.js'
 import { GatewayError } from './errors.js'
 import type { ExchangeObserver } from './exchange.js'
 import { TokenEstimator } from './openai/token-estimator.js'
@@ -25,6 +27,7 @@ import { Accounting, type RequestRecorder } from './proxy/account.js'
 import { requestId, routeHandlers } from './proxy/handlers.js'
 import { listModels } from './proxy/models.js'
 import { Pipeline } from './proxy/pipeline.js'
+import type { TelemetryHistory } from './telemetry/index.js'
 import { TenantDirectory } from './tenants/directory.js'
 import type { Limiter } from './tenants/limiter.js'
 import { tenantLimiter } from './tenants/limiter-registry.js'
@@ -47,12 +50,14 @@ export interface GatewayDeps {
   readonly limiter?: Limiter | undefined
   /** Extra sections for GET /admin/state, each read (and awaited) when asked. */
   readonly state?: Record<string, () => unknown>
+  /** The telemetry's last 5 minutes, for GET /dashboard/data (undefined: telemetry off). */
+  readonly history?: () => TelemetryHistory | undefined
 }
 
 export interface HttpApps {
   /** Public listener: the OpenAI-compatible API. */
   readonly app: FastifyInstance
-  /** Admin listener: /metrics, /healthz, /readyz, /admin/state. */
+  /** Admin listener: /metrics, /healthz, /readyz, /admin/state, /dashboard. */
   readonly admin: FastifyInstance
   /** Runs the request's path; knows what is in flight. */
   readonly pipeline: Pipeline
@@ -64,6 +69,9 @@ export interface HttpApps {
   /** Resolves when no request is in flight. */
   whenIdle(): Promise<void>
 }
+
+/** How often the dashboard page asks for its data. */
+const DASHBOARD_REFRESH_MS = 1_000
 
 /** Fastify's body-parsing failures, each mapped to the gateway's own error. */
 function parseError(err: FastifyError, limit: number): GatewayError | undefined {
@@ -157,6 +165,21 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
   const admin = Fastify({
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
+  })
+  const token = config.server.admin_token
+  if (token !== undefined) protectAdmin(admin, token, DASHBOARD_PUBLIC_PATHS)
+  registerDashboard(admin, {
+    tokenRequired: token !== undefined,
+    data: async () =>
+      dashboardData({
+        classes: config.classes,
+        draining: pipeline.draining,
+        inflight: pipeline.inFlight,
+        backends: deps.backends.state(),
+        admission: deps.admission?.state(),
+        history: deps.history?.(),
+        refreshMs: DASHBOARD_REFRESH_MS,
+      }),
   })
   registerAdminRoutes(admin, {
     registry: deps.registry,

@@ -164,6 +164,7 @@ export async function createRuntime(
     tokens,
     recorder: telemetry ?? { record() {} },
     state: { slo: () => telemetry?.state(), tenants: () => tenantsState(tenants, limiter) },
+    history: () => telemetry?.history(),
   })
   backends.start()
   logStartup(logger, backends, sim !== undefined)

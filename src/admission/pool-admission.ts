@@ -491,7 +491,14 @@ export class PoolAdmission {
       unreachableObjectives: this.unreachableObjectives(),
       unreachableTpot: this.unreachableTpot(),
       classes: Object.fromEntries(
-        this.depths().map((d) => [d.class, { queued: d.queued, inflight: d.inflight }]),
+        this.depths().map((d) => [
+          d.class,
+          {
+            queued: d.queued,
+            inflight: d.inflight,
+            oldestWaitMs: Math.round(this.queues.oldestWaitMs(d.class, this.clock.now())),
+          },
+        ]),
       ),
       meanPromptTokens: Math.round(this.meanPrompt),
       floorOwedTokens: this.queues.floorState(),

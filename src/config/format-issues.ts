@@ -87,7 +87,10 @@ function expectation(issue: z.core.$ZodIssue): string {
       return `expected ${TYPE_NAMES[issue.expected] ?? issue.expected}`
     case 'too_small': {
       if (issue.origin === 'array') return `expected at least ${issue.minimum} item(s)`
-      if (issue.origin === 'string') return 'expected a non-empty string'
+      if (issue.origin === 'string')
+        return Number(issue.minimum) > 1
+          ? `expected at least ${issue.minimum} characters`
+          : 'expected a non-empty string'
       const min = Number(issue.minimum)
       if (min === 0 && issue.inclusive === false) return 'expected a positive number'
       return `expected a number >= ${issue.minimum}`
@@ -137,8 +140,8 @@ export function describeIssue(issue: z.core.$ZodIssue): Problem[] {
     input = input[String(issue.discriminator)]
   }
   if (input === undefined) return [{ path, at: path, message: `missing, ${base}` }]
-  // what is wrong under api_keys may be a plain key: never echo it
-  if (path.includes('api_keys'))
+  // what is wrong under api_keys may be a plain key, and an admin token is a secret: never echo them
+  if (path.includes('api_keys') || path.includes('admin_token'))
     return [{ path, at: path, message: `${base}, got a value of ${String(input).length} characters` }]
   return [{ path, at: path, message: `${base}, got ${describeValue(input)}${suggestion(issue, input)}` }]
 }

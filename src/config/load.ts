@@ -136,6 +136,8 @@ export function loadConfig(
     assign(`SLO_GATEWAY_ADMIN_PORT=${envAdmin}`, ['server', 'admin_port'], numberOrString(envAdmin))
   // a Redis password belongs in the environment (a Secret), not in the config file; the
   // source names the variable only, never its value
+  const envAdminToken = env.SLO_GATEWAY_ADMIN_TOKEN
+  if (envAdminToken) assign('SLO_GATEWAY_ADMIN_TOKEN', ['server', 'admin_token'], envAdminToken)
   const envRedis = env.SLO_GATEWAY_REDIS_URL
   if (envRedis) assign('SLO_GATEWAY_REDIS_URL', ['limits', 'redis', 'url'], envRedis)
   const fromFlag = (overrides.upstreams?.length ?? 0) > 0

@@ -48,6 +48,12 @@ const serverSchema = z.strictObject({
    */
   admin_host: z.string().min(1).default(DEFAULTS.adminHost),
   admin_port: port.default(DEFAULTS.adminPort),
+  /**
+   * When set, every admin route but /healthz, /readyz and the dashboard's page and its
+   * static files needs `Authorization: Bearer <admin_token>` (better from the environment:
+   * SLO_GATEWAY_ADMIN_TOKEN). At least 16 characters.
+   */
+  admin_token: z.string().min(16, 'at least 16 characters').optional(),
   /** Largest accepted request body. */
   body_limit_bytes: positiveInt.default(DEFAULTS.bodyLimitBytes),
   /** How long in-flight requests may run after SIGTERM before the process exits anyway. */
@@ -176,6 +182,8 @@ export const classSchema = z.strictObject({
    */
   min_share: z.number().min(0).max(1).default(0),
   slo: sloSchema,
+  /** The share of offered requests that should be good (SLO attainment's objective; the dashboard draws it). */
+  attainment_target: z.number().gt(0).max(1).default(0.99),
   /** Most requests of this class waiting in one pool's queue. */
   queue_limit: positiveInt.default(1_000),
   /** Most request-body bytes of this class waiting in one pool's queue. */

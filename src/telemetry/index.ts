@@ -20,6 +20,7 @@ export {
   type QueueSample,
   type Telemetry,
   type TelemetryDeps,
+  type TelemetryHistory,
   type TelemetryLogger,
 } from './telemetry.js'
 export {

@@ -29,6 +29,7 @@ import {
 import type { RollingWindows } from './rolling-windows.js'
 import { SeriesCache } from './series-cache.js'
 import type { TenantLabels } from './tenant-labels.js'
+import type { TenantWindows } from './tenant-windows.js'
 import {
   CLIENT_ERROR_KIND,
   isServerErrorKind,
@@ -41,6 +42,7 @@ import {
 const ACTION_DETAIL = /[:=(]/
 /** The model label of a request that named none (e.g. invalid JSON). */
 const NO_MODEL = 'none'
+const NO_ACTIONS: readonly string[] = []
 
 export class Recorder {
   private readonly config: GatewayConfig
@@ -48,6 +50,7 @@ export class Recorder {
   private readonly tenants: TenantLabels
   private readonly windows: RollingWindows
   private readonly cost: CostAttributor
+  private readonly tenantWindows: TenantWindows | undefined
   private readonly classLabel: BoundedLabel
   private readonly modelLabel: BoundedLabel
   private readonly reasonLabel = new BoundedLabel(KNOWN_REASONS, EXTRA_REASONS)
@@ -89,12 +92,15 @@ export class Recorder {
     tenants: TenantLabels
     windows: RollingWindows
     cost: CostAttributor
+    /** Tokens and cost per tenant over 5 minutes, for the dashboard. */
+    tenantWindows?: TenantWindows
   }) {
     this.config = opts.config
     this.m = opts.metrics
     this.tenants = opts.tenants
     this.windows = opts.windows
     this.cost = opts.cost
+    this.tenantWindows = opts.tenantWindows
     this.classLabel = new BoundedLabel(Object.keys(this.config.classes), 0)
     const models = this.config.backends.pools
       .flatMap((p) => [...p.models, ...p.aliases])
@@ -200,9 +206,10 @@ export class Recorder {
     const admitted =
       verdict.kind !== 'rejected' && verdict.kind !== 'invalid' && verdict.kind !== 'client_error'
     const degraded = admitted && t.degraded.length > 0
+    const actions = degraded ? t.degraded.map((a) => this.actionLabel.value(actionName(a))) : NO_ACTIONS
     if (degraded) {
       this.degradedRequests.get2(cls, model).inc()
-      for (const a of t.degraded) this.degraded.get3(cls, model, this.actionLabel.value(actionName(a))).inc()
+      for (const a of actions) this.degraded.get3(cls, model, a).inc()
     }
 
     const perModel = this.modelSeriesOf(cls, model)
@@ -245,15 +252,19 @@ export class Recorder {
     if (t.poolName !== undefined && prompt + completion > 0)
       this.cost.addTokens(now, t.poolName, cls, tenant, prompt + completion)
     else this.cost.tick(now)
+    this.tenantWindows?.addTokens(now, tenant, prompt + completion)
 
     this.windows.of(cls).record(now, {
       verdict,
       degraded,
+      degradedActions: actions,
       serverError,
       ttftS: t.outcome === 'ok' ? meas.ttftS : undefined,
       tpotS: t.outcome === 'ok' ? meas.tpotS : undefined,
       outputTokens: completion,
       tokens: prompt + completion,
+      predictedTtftMs: t.outcome === 'ok' ? t.predictedTtftMs : undefined,
+      pool: t.poolName,
     })
     return verdict
   }
@@ -272,6 +283,7 @@ export class Recorder {
     const tenant =
       share.tenant === IDLE || share.tenant === OTHER ? share.tenant : this.tenants.current(share.tenant)
     this.costs.get3(share.pool, share.class, tenant).inc(share.amount)
+    if (tenant !== IDLE) this.tenantWindows?.addCost(now, tenant, share.amount)
     if (share.class !== IDLE) this.windows.of(share.class).addCost(now, share.amount)
   }
 
@@ -329,6 +341,7 @@ export class Recorder {
       this.costs,
     ]
     for (const t of tenants) for (const c of caches) c.removeWhere('tenant', t)
+    this.tenantWindows?.evict(tenants)
   }
 }
 

@@ -14,7 +14,9 @@
  */
 
 import { Sketch } from './sketch.js'
+import { TtftScatter } from './ttft-scatter.js'
 import type { SloName, Verdict } from './verdict.js'
+import { bump, Slot } from './window-slot.js'
 
 export const SLOT_MS = 5_000
 const SLOTS = 60
@@ -25,6 +27,8 @@ export type WindowName = keyof typeof WINDOWS
 export interface WindowSample {
   readonly verdict: Verdict
   readonly degraded: boolean
+  /** The degrade actions the request took, by (bounded) name; empty when not degraded. */
+  readonly degradedActions?: readonly string[]
   /** A failure that is the service's fault (counts against availability). */
   readonly serverError: boolean
   readonly ttftS: number | undefined
@@ -32,54 +36,10 @@ export interface WindowSample {
   readonly outputTokens: number
   /** Prompt + completion tokens processed (for cost per 1K tokens). */
   readonly tokens: number
-}
-
-class Slot {
-  index = -1
-  invalid = 0
-  clientErrors = 0
-  offered = 0
-  admitted = 0
-  good = 0
-  goodTokens = 0
-  missed = 0
-  missedTtft = 0
-  missedTpot = 0
-  missedE2e = 0
-  outputTokens = 0
-  tokens = 0
-  rejected = 0
-  degraded = 0
-  errors = 0
-  cancelled = 0
-  cost = 0
-  readonly rejectedBy = new Map<string, number>()
-  readonly ttft = new Sketch()
-  readonly tpot = new Sketch()
-
-  reset(index: number): void {
-    this.index = index
-    this.invalid = 0
-    this.clientErrors = 0
-    this.offered = 0
-    this.admitted = 0
-    this.good = 0
-    this.goodTokens = 0
-    this.missed = 0
-    this.missedTtft = 0
-    this.missedTpot = 0
-    this.missedE2e = 0
-    this.outputTokens = 0
-    this.tokens = 0
-    this.rejected = 0
-    this.degraded = 0
-    this.errors = 0
-    this.cancelled = 0
-    this.cost = 0
-    this.rejectedBy.clear()
-    this.ttft.clear()
-    this.tpot.clear()
-  }
+  /** The estimator's prediction, for an admitted request that has a measured TTFT. */
+  readonly predictedTtftMs?: number | undefined
+  /** The pool that served it, if any. */
+  readonly pool?: string | undefined
 }
 
 export interface Quantiles {
@@ -127,6 +87,8 @@ export interface WindowStats {
   /** rejected / offered. */
   readonly rejectionRate: number | null
   readonly rejectionsByReason: Record<string, number>
+  /** Degrade actions taken, by action (a request may take several). */
+  readonly degradationsByAction: Record<string, number>
   /** Server-side errors / admitted (1 - availability). */
   readonly errorRate: number | null
   readonly cost: number
@@ -134,6 +96,22 @@ export interface WindowStats {
   readonly costPer1kTokens: number | null
   readonly ttftMs: Quantiles
   readonly tpotMs: Quantiles
+}
+
+/** One class's last 5 minutes, slot by slot (ClassWindows.series). */
+export interface WindowSeries {
+  readonly slotMs: number
+  /** Gateway clock (ms) at which the first slot starts. */
+  readonly startMs: number
+  readonly spanS: number[]
+  readonly offered: number[]
+  readonly admitted: number[]
+  readonly good: number[]
+  readonly rejected: number[]
+  readonly ttftP50: (number | null)[]
+  readonly ttftP99: (number | null)[]
+  readonly tpotP50: (number | null)[]
+  readonly tpotP99: (number | null)[]
 }
 
 function ratio(num: number, den: number): number | null {
@@ -149,6 +127,8 @@ export class ClassWindows {
   private readonly createdAt: number
   private readonly scratchTtft = new Sketch()
   private readonly scratchTpot = new Sketch()
+  /** Predicted against actual TTFT of the class's last requests. */
+  readonly scatter = new TtftScatter()
 
   constructor(createdAt: number) {
     this.createdAt = createdAt
@@ -177,11 +157,12 @@ export class ClassWindows {
     s.offered++
     if (v.kind === 'rejected') {
       s.rejected++
-      s.rejectedBy.set(v.reason, (s.rejectedBy.get(v.reason) ?? 0) + 1)
+      bump(s.rejectedBy, v.reason)
       return
     }
     s.admitted++
     if (x.degraded) s.degraded++
+    if (x.degradedActions !== undefined) for (const a of x.degradedActions) bump(s.degradedBy, a)
     if (x.serverError) s.errors++
     if (v.kind === 'cancelled') s.cancelled++
     if (v.kind === 'good') {
@@ -195,12 +176,55 @@ export class ClassWindows {
         else s.missedE2e++
       }
     }
-    if (x.ttftS !== undefined) s.ttft.add(x.ttftS * 1000)
+    if (x.ttftS !== undefined) {
+      s.ttft.add(x.ttftS * 1000)
+      if (x.predictedTtftMs !== undefined)
+        this.scatter.add(now, x.pool ?? '', x.predictedTtftMs, x.ttftS * 1000)
+    }
     if (x.tpotS !== undefined) s.tpot.add(x.tpotS * 1000)
   }
 
   addCost(now: number, amount: number): void {
     this.slot(now).cost += amount
+  }
+
+  /**
+   * The last 5 minutes slot by slot, oldest first (columns of SLOTS values): what each
+   * 5-second slot counted and the seconds it covers (5, less for the current slot or one
+   * before the windows began, 0 for a slot before that). Latencies in ms, null when none.
+   */
+  series(now: number): WindowSeries {
+    const current = Math.floor(now / SLOT_MS)
+    const oldest = current - SLOTS + 1
+    const out: WindowSeries = {
+      slotMs: SLOT_MS,
+      startMs: oldest * SLOT_MS,
+      spanS: [],
+      offered: [],
+      admitted: [],
+      good: [],
+      rejected: [],
+      ttftP50: [],
+      ttftP99: [],
+      tpotP50: [],
+      tpotP99: [],
+    }
+    for (let index = oldest; index <= current; index++) {
+      const from = Math.max(index * SLOT_MS, this.createdAt)
+      const to = Math.min((index + 1) * SLOT_MS, now)
+      out.spanS.push(Math.max(0, to - from) / 1000)
+      const s = this.slots[((index % SLOTS) + SLOTS) % SLOTS]!
+      const live = s.index === index
+      out.offered.push(live ? s.offered : 0)
+      out.admitted.push(live ? s.admitted : 0)
+      out.good.push(live ? s.good : 0)
+      out.rejected.push(live ? s.rejected : 0)
+      out.ttftP50.push(live ? round(s.ttft.quantile(0.5)) : null)
+      out.ttftP99.push(live ? round(s.ttft.quantile(0.99)) : null)
+      out.tpotP50.push(live ? round(s.tpot.quantile(0.5)) : null)
+      out.tpotP99.push(live ? round(s.tpot.quantile(0.99)) : null)
+    }
+    return out
   }
 
   stats(now: number, windowMs: number): WindowStats {
@@ -212,6 +236,7 @@ export class ClassWindows {
     const u = { rejected: 0, degraded: 0, errors: 0, cancelled: 0, cost: 0 }
     const x = { invalid: 0, clientErrors: 0, missed: 0, ttft: 0, tpot: 0, e2e: 0 }
     const byReason: Record<string, number> = {}
+    const byAction: Record<string, number> = {}
     this.scratchTtft.clear()
     this.scratchTpot.clear()
     for (const s of this.slots) {
@@ -234,6 +259,7 @@ export class ClassWindows {
       u.cancelled += s.cancelled
       u.cost += s.cost
       for (const [r, c] of s.rejectedBy) byReason[r] = (byReason[r] ?? 0) + c
+      for (const [a, c] of s.degradedBy) byAction[a] = (byAction[a] ?? 0) + c
       this.scratchTtft.merge(s.ttft)
       this.scratchTpot.merge(s.tpot)
     }
@@ -266,6 +292,7 @@ export class ClassWindows {
       degradationRate: ratio(u.degraded, t.admitted),
       rejectionRate: ratio(u.rejected, t.offered),
       rejectionsByReason: byReason,
+      degradationsByAction: byAction,
       errorRate: ratio(u.errors, t.admitted),
       cost: u.cost,
       tokens: t.tokens,

@@ -12,9 +12,11 @@ import { BackendMetrics } from './backend-metrics.js'
 import { CostAttributor, type PoolCost } from './cost.js'
 import { createMetrics } from './metrics.js'
 import { Recorder } from './recorder.js'
-import { RollingWindows } from './rolling-windows.js'
+import { RollingWindows, type WindowName, type WindowSeries, type WindowStats } from './rolling-windows.js'
 import { summaryLines } from './summary.js'
 import { TenantLabels } from './tenant-labels.js'
+import { type TenantCost, TenantWindows } from './tenant-windows.js'
+import type { ScatterError } from './ttft-scatter.js'
 import type { Verdict } from './verdict.js'
 
 export interface QueueSample {
@@ -24,6 +26,21 @@ export interface QueueSample {
   readonly inflight: number
   /** The class's TTFT margin in this pool, for classes refused on their predicted TTFT. */
   readonly ttftMargin?: number
+}
+
+/** The last 5 minutes as the dashboard draws them (times as ms ago, the clock's origin is arbitrary). */
+export interface TelemetryHistory {
+  /** The 1-minute and 5-minute windows per class, as /admin/state has them under `slo.windows`. */
+  readonly windows: Record<string, Record<WindowName, WindowStats>>
+  /** Per class: 5-second slots, oldest first; `startAgoMs` is how long ago the first began. */
+  readonly series: Record<string, Omit<WindowSeries, 'startMs'> & { readonly startAgoMs: number }>
+  /** Per class: predicted against actual TTFT of the last requests, [predictedMs, actualMs, agoMs, pool]. */
+  readonly scatter: Record<
+    string,
+    { readonly points: [number, number, number, string][]; readonly error: ScatterError }
+  >
+  /** Tokens, cost and cost per 1K tokens per tenant over the last 5 minutes. */
+  readonly tenants: TenantCost[]
 }
 
 export interface TelemetryLogger {
@@ -46,6 +63,8 @@ export interface Telemetry {
   setQueueSource(fn: () => Iterable<QueueSample>): void
   /** JSON for /admin/state: rolling 1 min / 5 min windows per class, tenant labels, cost. */
   state(): unknown
+  /** The rolling windows' 5 minutes slot by slot, the TTFT scatter and cost per tenant: for /dashboard. */
+  history(): TelemetryHistory
   /** Stops the timers. */
   close(): void
 }
@@ -112,7 +131,8 @@ export function createTelemetry(config: GatewayConfig, deps: TelemetryDeps): Tel
     pools: poolCosts,
     onShare: (share, now) => recorder?.bookCost(share, now),
   })
-  const rec = new Recorder({ config, metrics, tenants, windows, cost })
+  const tenantWindows = new TenantWindows()
+  const rec = new Recorder({ config, metrics, tenants, windows, cost, tenantWindows })
   recorder = rec
 
   // Scrape-time work: gauges from the queue source, backend counters, cost intervals.
@@ -171,6 +191,27 @@ export function createTelemetry(config: GatewayConfig, deps: TelemetryDeps): Tel
         tenants: { limit: tc.tenant_label_limit, labelled: tenants.labelledTenants() },
         cost: { carried: cost.carried() },
       }
+    },
+    history: () => {
+      const now = clock.now()
+      cost.tick(now)
+      const series: Record<string, TelemetryHistory['series'][string]> = {}
+      const scatter: Record<string, TelemetryHistory['scatter'][string]> = {}
+      for (const cls of windows.classes()) {
+        const w = windows.of(cls)
+        const { startMs, ...slots } = w.series(now)
+        series[cls] = { ...slots, startAgoMs: now - startMs }
+        const points = w.scatter
+          .points()
+          .map((p): [number, number, number, string] => [
+            Math.round(p.predictedMs * 10) / 10,
+            Math.round(p.actualMs * 10) / 10,
+            Math.round(now - p.at),
+            p.pool,
+          ])
+        scatter[cls] = { points, error: w.scatter.error() }
+      }
+      return { windows: windows.snapshot(now), series, scatter, tenants: tenantWindows.stats(now) }
     },
     close: () => {
       for (const t of timers) clearInterval(t)

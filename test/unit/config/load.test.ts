@@ -43,6 +43,20 @@ describe('loadConfig', () => {
     expect(config.log.level).toBe('warn')
   })
 
+  it('takes the admin token from SLO_GATEWAY_ADMIN_TOKEN, and refuses a short one without echoing it', () => {
+    const token = 'a-long-enough-admin-token'
+    expect(loadConfig(undefined, {}, { SLO_GATEWAY_ADMIN_TOKEN: token }).config.server.admin_token).toBe(
+      token,
+    )
+    expect(loadConfig(undefined, {}, {}).config.server.admin_token).toBeUndefined()
+    const msg = problems(() => loadConfig(undefined, {}, { SLO_GATEWAY_ADMIN_TOKEN: 'short-secret' })).join(
+      '\n',
+    )
+    expect(msg).toContain('server.admin_token')
+    expect(msg).toContain('at least 16 characters')
+    expect(msg).not.toContain('short-secret')
+  })
+
   it('turns --upstream (or SLO_GATEWAY_UPSTREAM) into one default pool and turns the simulator off', () => {
     const a = loadConfig(undefined, { upstreams: ['http://h1:8000', 'http://h2:8000'] }).config
     expect(a.simulator.enabled).toBe(false)
@@ -70,7 +84,7 @@ describe('loadConfig', () => {
       /--set server.port: expected path=value/,
     )
     expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toBe(
-      "--set server.nope=1: server: unknown key 'nope' (server takes: host, port, admin_host, admin_port, body_limit_bytes, shutdown_grace_ms)",
+      "--set server.nope=1: server: unknown key 'nope' (server takes: host, port, admin_host, admin_port, admin_token, body_limit_bytes, shutdown_grace_ms)",
     )
     expect(problems(() => loadConfig('/nonexistent.yaml'))[0]).toMatch(
       /nonexistent.yaml: cannot read the file \(ENOENT\)/,
