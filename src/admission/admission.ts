@@ -164,7 +164,7 @@ export class Admission implements AdmissionControl {
       usable,
       kvBlocked,
       leastComputeTokens,
-    } = pa.predict(className, promptTokens, kvTokens, blocks)
+    } = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
     if (usable === 0) return this.noBackend(t, req.pool)
     const steps = cls.reject_on_ttft ? cls.degrade : []
     for (let i = 0; p.totalMs > budget && i < steps.length; i++) {
@@ -187,7 +187,7 @@ export class Admission implements AdmissionControl {
           usable,
           kvBlocked,
           leastComputeTokens,
-        } = pa.predict(className, promptTokens, kvTokens, blocks))
+        } = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId))
         if (usable === 0) return this.noBackend(t, req.pool)
         // the rest of the ladder is the interactive class's: the demoted request is done with it
         break
@@ -204,7 +204,7 @@ export class Admission implements AdmissionControl {
         usable,
         kvBlocked,
         leastComputeTokens,
-      } = pa.predict(className, promptTokens, kvTokens, blocks))
+      } = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId))
       if (usable === 0) return this.noBackend(t, req.pool)
     }
     t.predictedTtftMs = p.totalMs

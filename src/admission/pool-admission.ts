@@ -59,7 +59,7 @@ export class PoolAdmission {
       { stepMs: cfg.estimator.step_ms, prefillTokensPerS: cfg.estimator.prefill_tokens_per_s },
       clock,
     )
-    this.prefix = new PrefixAwareness(cfg.estimator.prefix_cache)
+    this.prefix = new PrefixAwareness(cfg.estimator.prefix_cache, pool)
     const defs = Object.entries(classes).map(([name, c]) => ({
       name,
       priority: c.priority,
@@ -98,13 +98,14 @@ export class PoolAdmission {
    * `blocks`: its prompt's blocks (prefix awareness): the server part prices only the
    * tokens not expected in the prefix cache of the endpoints it may go to (see
    * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
-   * would compute.
+   * would compute. `session`: its x-session-id (session affinity, when the pool routes by it).
    */
   predict(
     className: string,
     promptTokens: number,
     kvTokens: number,
     blocks?: PromptBlocks,
+    session?: string,
   ): { prediction: Prediction; usable: number; kvBlocked: boolean; leastComputeTokens: number } {
     const views = this.pool.views()
     const view = this.gates.serverView(views, this.meanPrompt)
@@ -118,7 +119,14 @@ export class PoolAdmission {
     const hit =
       blocks === undefined
         ? undefined
-        : this.prefix.expected(views, blocks, promptTokens, queued === undefined ? open : undefined)
+        : this.prefix.expected(
+            views,
+            blocks,
+            promptTokens,
+            queued === undefined ? open : undefined,
+            kvTokens,
+            session,
+          )
     const compute = promptTokens - (hit?.expected ?? 0)
     const prediction = this.estimator.predict(view, queued, promptTokens, roomMs, compute)
     return {
@@ -202,7 +210,11 @@ export class PoolAdmission {
   place(w: Waiting, tenant: string, weight: number, deadline: number): Admitted {
     this.lastAdmitted.set(w.className, this.clock.now())
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
-      const lease = this.pool.acquire(w.kvTokens, this.gates.open(w.className, w.kvTokens, w.promptTokens))
+      const lease = this.pool.acquire(
+        w.kvTokens,
+        this.gates.open(w.className, w.kvTokens, w.promptTokens),
+        this.prefix.hint(w),
+      )
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
         return this.start(w, lease, 0)
@@ -323,6 +335,7 @@ export class PoolAdmission {
           const lease = this.pool.acquire(
             head.kvTokens,
             this.gates.open(name, head.kvTokens, head.promptTokens, floor),
+            this.prefix.hint(head),
           )
           // Strict priority: when the first class with work cannot go, nothing below it goes;
           // a class due under its floor holds the line the same way until it fits (its share
