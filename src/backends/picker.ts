@@ -7,9 +7,15 @@
  * the same question with no side effect, for admission's prediction of where a request
  * will go: asked and then picked with nothing changed between, both choose the same one.
  */
-import type { EndpointScorer, EndpointView, PickRequest } from './types.js'
+import type { EndpointScorer, EndpointView, PickRequest, PoolLoad } from './types.js'
 
 const TIE = 1e-9
+
+export function poolLoad(views: readonly EndpointView[]): PoolLoad {
+  let inflightRequests = 0
+  for (const v of views) inflightRequests += v.effective.inflightRequests
+  return { inflightRequests, endpoints: views.length }
+}
 
 export class Picker {
   private turn = 0
@@ -43,12 +49,13 @@ export class Picker {
   /** What `pick` would answer now, without taking a turn. */
   peek(views: readonly EndpointView[], tokens: number, request?: PickRequest): number {
     if (views.length === 0) return -1
+    const pool = poolLoad(views)
     const scores = new Array<number>(views.length)
     let best = Number.POSITIVE_INFINITY
     for (let i = 0; i < views.length; i++) {
       let s: number
       try {
-        s = this.scorer.score(views[i]!, tokens, request)
+        s = this.scorer.score(views[i]!, tokens, request, pool)
       } catch {
         s = Number.POSITIVE_INFINITY // a scorer that breaks its contract must not break the request path
       }

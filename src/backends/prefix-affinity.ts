@@ -9,8 +9,9 @@
  *              as the engine's counters confirm it: prefix-index.ts, prefix-calibration.ts);
  *              1 for the endpoint the request's session (`x-session-id`) was last sent to;
  *              0 for a saturated endpoint (KV usage after the request, or the share of batch
- *              slots in flight, at `saturation` or more), so one hot prefix cannot melt one
- *              replica: past its headroom, an endpoint competes on load alone.
+ *              slots in flight, at `saturation` or more; or more requests in flight than
+ *              `max_load_ratio` times its share of the candidates'), so one hot prefix
+ *              cannot melt one replica: past its headroom, an endpoint competes on load alone.
  *
  * With prefix_weight 2 a full match is worth two requests queued at the server: an idle
  * replica holding nothing of the prompt does not beat one that holds it and runs a batch,
@@ -23,9 +24,10 @@
  * `load` (affinity was there but the load outweighed it), `none` (no endpoint held any).
  */
 import type { RoutingConfig } from '../config/routing.js'
+import { poolLoad } from './picker.js'
 import { DEFAULT_BATCH_SLOTS, leastWaitScorer } from './scorer.js'
 import { SessionTable } from './session-table.js'
-import type { EndpointScorer, EndpointView, PickRequest } from './types.js'
+import type { EndpointScorer, EndpointView, PickRequest, PoolLoad } from './types.js'
 
 export const DECISIONS = ['affinity', 'session', 'saturated', 'load', 'none'] as const
 export type Decision = (typeof DECISIONS)[number]
@@ -34,7 +36,7 @@ const EPS = 1e-9
 
 type Options = Pick<
   RoutingConfig,
-  'prefix_weight' | 'load_weight' | 'saturation' | 'session_affinity' | 'max_sessions'
+  'prefix_weight' | 'load_weight' | 'saturation' | 'max_load_ratio' | 'session_affinity' | 'max_sessions'
 >
 
 export class PrefixAffinityScorer implements EndpointScorer {
@@ -47,16 +49,25 @@ export class PrefixAffinityScorer implements EndpointScorer {
     this.sessions = new SessionTable(o.max_sessions)
   }
 
-  score(view: EndpointView, tokens: number, request?: PickRequest): number {
+  score(view: EndpointView, tokens: number, request?: PickRequest, pool?: PoolLoad): number {
     const load = leastWaitScorer.score(view, tokens)
     if (!Number.isFinite(load)) return Number.POSITIVE_INFINITY
-    const affinity = this.saturated(view, tokens) ? 0 : this.affinity(view, request).share
+    const affinity = this.saturated(view, tokens, pool) ? 0 : this.affinity(view, request).share
     return this.o.load_weight * load + this.o.prefix_weight * (1 - affinity)
   }
 
-  /** True when the endpoint is past `saturation` with this request (KV after it, or batch slots). */
-  saturated(view: EndpointView, tokens: number): boolean {
+  /**
+   * True when the endpoint is past `saturation` with this request (KV after it, or batch
+   * slots), or holds more than `max_load_ratio` times its share of the candidates' requests
+   * in flight, this one counted (bounded load, as consistent hashing with bounded loads:
+   * ceil(ratio × (in flight + 1) / candidates)).
+   */
+  saturated(view: EndpointView, tokens: number, pool?: PoolLoad): boolean {
     const e = view.effective
+    if (pool !== undefined && pool.endpoints > 1) {
+      const bound = Math.ceil((this.o.max_load_ratio * (pool.inflightRequests + 1)) / pool.endpoints)
+      if (e.inflightRequests + 1 > bound) return true
+    }
     const slots = view.capacity.maxNumSeqs ?? DEFAULT_BATCH_SLOTS
     if (Math.max(e.inflightRequests, e.running) / slots >= this.o.saturation) return true
     if (e.kvUsage === undefined) return false
@@ -102,6 +113,7 @@ export class PrefixAffinityScorer implements EndpointScorer {
     request: PickRequest | undefined,
   ): Decision {
     if (request === undefined) return 'none'
+    const pool = poolLoad(candidates)
     let best = 0
     let bestBlocked = false
     for (const [views, blocked] of [
@@ -110,7 +122,7 @@ export class PrefixAffinityScorer implements EndpointScorer {
     ] as const) {
       for (const v of views) {
         const share = this.affinity(v, request).share
-        const off = blocked || this.saturated(v, tokens)
+        const off = blocked || this.saturated(v, tokens, pool)
         if (share > best + EPS) {
           best = share
           bestBlocked = off
@@ -118,7 +130,9 @@ export class PrefixAffinityScorer implements EndpointScorer {
       }
     }
     if (best <= 0) return 'none'
-    const own = this.saturated(chosen, tokens) ? { share: 0, session: false } : this.affinity(chosen, request)
+    const own = this.saturated(chosen, tokens, pool)
+      ? { share: 0, session: false }
+      : this.affinity(chosen, request)
     if (own.share >= best - EPS) return own.session ? 'session' : 'affinity'
     return bestBlocked ? 'saturated' : 'load'
   }
@@ -127,6 +141,7 @@ export class PrefixAffinityScorer implements EndpointScorer {
     return {
       weights: { prefix: this.o.prefix_weight, load: this.o.load_weight },
       saturation: this.o.saturation,
+      maxLoadRatio: this.o.max_load_ratio,
       sessionAffinity: this.o.session_affinity,
       sessions: this.sessions.size,
       decisions: { ...this.decisions },

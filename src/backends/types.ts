@@ -115,12 +115,19 @@ export interface PickRequest {
   readonly session?: string | undefined
 }
 
+/** The candidates of one pick taken together (the picker computes it once per pick). */
+export interface PoolLoad {
+  /** Requests in flight (the gateway's ledger) summed over the candidates. */
+  readonly inflightRequests: number
+  readonly endpoints: number
+}
+
 /**
  * Ranks the usable endpoints of a pool for one request (the picker's plugin; admission's
  * estimator may bring its own). Contract: `score` returns a number >= 0 where lower is
  * better (a predicted wait, in any unit as long as it is the same for every endpoint of one
  * call), or Infinity for "do not send here"; it never throws, keeps no reference to the
- * view, and is O(1), or O(the prompt's blocks) for a scorer that reads `request.blocks`: it
+ * view (`pool`: the candidates' sum, for a scorer that weighs an endpoint against the rest), and is O(1), or O(the prompt's blocks) for a scorer that reads `request.blocks`: it
  * runs on the request path for every candidate. `score` has no side effect (admission asks
  * which endpoint a request would go to before it goes); `picked`, when given, is told each
  * pick that took a lease: the chosen view, the candidates it was chosen among, and the
@@ -129,7 +136,7 @@ export interface PickRequest {
  */
 export interface EndpointScorer {
   readonly name: string
-  score(endpoint: EndpointView, tokens: number, request?: PickRequest): number
+  score(endpoint: EndpointView, tokens: number, request?: PickRequest, pool?: PoolLoad): number
   picked?(
     chosen: EndpointView,
     candidates: readonly EndpointView[],

@@ -13,6 +13,8 @@ export const ROUTING_DEFAULTS = {
   loadWeight: 1,
   /** KV usage after the request, or batch slots taken, at which an endpoint loses its affinity. */
   saturation: 0.8,
+  /** More than this times an endpoint's share of the requests in flight, and it loses its affinity. */
+  maxLoadRatio: 2,
   maxSessions: 100_000,
 } as const
 
@@ -37,6 +39,11 @@ export const routingSchema = z.strictObject({
    * taken, reaches this loses its affinity (one hot prefix must not melt one replica).
    */
   saturation: z.number().gt(0).max(1).default(ROUTING_DEFAULTS.saturation),
+  /**
+   * prefix-affinity: bounded load. An endpoint with more requests in flight than this times
+   * its share of the candidates' (ceil(ratio × (in flight + 1) / endpoints)) loses its affinity.
+   */
+  max_load_ratio: z.number().min(1).default(ROUTING_DEFAULTS.maxLoadRatio),
   /** prefix-affinity: requests with the same `x-session-id` go where that session went last, while it has headroom. */
   session_affinity: z.boolean().default(true),
   /** prefix-affinity: sessions remembered per pool (least recently used forgotten first). */
