@@ -40,7 +40,7 @@ const USAGE = `Usage: npm run bench:prefix -- [options]
   --rate R         1x, in requests/s of model time (default 24: about the 4 replicas' capacity on
                    multi-turn with least-wait, see the report)
   --levels LIST    load levels, multiples of --rate (default 1,2)
-  --scale S        time scale (default 3)
+  --scale S        time scale (default 3; --quick 2)
   --duration S     model seconds of load per run (default 60; --quick 8)
   --replicas N     replicas in the pool (default 4)
   --profile P      simulator profile (default llama-3.1-70b-h100-tp4)
@@ -261,7 +261,7 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       rate: { type: 'string', default: '24' },
       levels: { type: 'string' },
-      scale: { type: 'string', default: '3' },
+      scale: { type: 'string' },
       duration: { type: 'string' },
       replicas: { type: 'string', default: '4' },
       profile: { type: 'string', default: 'llama-3.1-70b-h100-tp4' },
@@ -282,7 +282,7 @@ async function main(): Promise<void> {
     return x
   }
   const rate = num('rate', values.rate, (x) => x > 0)
-  const scale = num('scale', values.scale, (x) => x > 0)
+  const scale = num('scale', values.scale ?? (values.quick ? '2' : '3'), (x) => x > 0)
   const replicas = num('replicas', values.replicas, (x) => Number.isInteger(x) && x >= 2)
   const durationS = num('duration', values.duration ?? (values.quick ? '8' : '60'), (x) => x > 0)
   const levels = (values.levels ?? (values.quick ? '1' : '1,2'))
