@@ -16,19 +16,20 @@
  * target's yardstick). Times and rates are in model time (wall ÷ scale). Writes
  * reports/prefix-routing.md. Benchmarks report; they never assert.
  */
-import { cpus, loadavg } from 'node:os'
+import { loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Pool, request } from 'undici'
 import { runBench } from '../src/loadgen/bench-run.js'
 import { summarizeRun } from '../src/loadgen/bench-summary.js'
-import { fmt, Report } from '../src/loadgen/report.js'
+import { fmt } from '../src/loadgen/report.js'
 import { RequestBuilder } from '../src/loadgen/request-builder.js'
 import { RequestPlan } from '../src/loadgen/request-plan.js'
 import { loadWorkload, tableKey } from '../src/loadgen/workload-load.js'
 import type { Workload } from '../src/loadgen/workload-schema.js'
 import { spawnPrefixChild } from './prefix-routing-child.js'
+import { pct, type RunResult, type RunSpec, writeReport } from './prefix-routing-report.js'
 import type { Child } from './processes.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -53,31 +54,6 @@ const USAGE = `Usage: npm run bench:prefix -- [options]
 const RUNS = ['single', 'least-wait', 'prefix-affinity', 'chat']
 
 const log = (s: string) => process.stderr.write(`[bench:prefix] ${s}\n`)
-
-type Scorer = 'least-wait' | 'prefix-affinity'
-
-interface RunSpec {
-  readonly workload: 'multi-turn' | 'chat'
-  readonly scorer: Scorer
-  readonly level: number
-  readonly replicas: number
-  readonly rate: number
-}
-
-interface RunResult {
-  readonly spec: RunSpec
-  readonly sent: number
-  readonly hitRate: number
-  readonly ttftP50: number
-  readonly ttftP99: number
-  readonly goodputRps: number
-  readonly attainment: number
-  readonly refused: number
-  readonly predictedHit: number | undefined
-  readonly decisions: Record<string, number>
-  /** Requests per replica (x-gateway-backend), as shares. */
-  readonly spread: readonly number[]
-}
 
 async function text(url: string): Promise<string> {
   const r = await request(url)
@@ -222,39 +198,6 @@ async function runOne(
   }
 }
 
-const pct = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '–' : `${fmt(100 * v, 1)}%`)
-
-function change(a: number, b: number): string {
-  return a > 0 && Number.isFinite(a) && Number.isFinite(b)
-    ? `${b >= a ? '+' : ''}${fmt((100 * (b - a)) / a, 0)}%`
-    : '–'
-}
-
-function resultRows(results: readonly RunResult[]): (string | number)[][] {
-  return results.map((r) => {
-    const d = r.decisions
-    const total = Object.values(d).reduce((a, b) => a + b, 0)
-    const share = (k: string[]) => (total > 0 ? pct(k.reduce((s, x) => s + (d[x] ?? 0), 0) / total) : '–')
-    return [
-      r.spec.workload,
-      `${r.spec.replicas}`,
-      r.spec.scorer,
-      `${r.spec.level}× (${fmt(r.spec.rate * r.spec.level, 1)}/s)`,
-      r.sent,
-      pct(r.hitRate),
-      pct(r.predictedHit),
-      fmt(r.ttftP50, 0),
-      fmt(r.ttftP99, 0),
-      fmt(r.goodputRps, 2),
-      pct(r.attainment),
-      r.refused,
-      share(['affinity', 'session']),
-      share(['saturated']),
-      r.spread.map((s) => fmt(100 * s, 0)).join('/'),
-    ]
-  })
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -325,82 +268,19 @@ async function main(): Promise<void> {
     results.push(r)
   }
 
-  const report = new Report()
-  report.heading('slo-gateway: prefix-aware routing against least-wait', 1)
-  report.paragraph(
-    [
-      `Run ${new Date().toISOString()}${values.quick ? ' with `--quick` (a smoke run: too short to judge by)' : ''}; ` +
-        `${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}, load average before ${loadBefore.map((v) => v.toFixed(2)).join(' ')}; ` +
-        `${fmt((performance.now() - started) / 1000, 0)} s wall.`,
-      `Simulator profile \`${o.profile}\` (prefix caching on), time scale ${scale}: all times and rates below are model time.`,
-      `prefix-affinity with the shipped weights${o.routing === undefined ? '' : ` and ${o.routing}`}.`,
-      `Each run: fresh simulator and gateway processes (cold caches), ${durationS} s of open-loop Poisson load from`,
-      "`slo-gateway bench`'s machinery (src/loadgen), then the requests still running are let finish.",
-      `Workloads: \`config/workloads/multi-turn.yaml\` (an 800-token system prompt shared by every conversation, 2-8 turns`,
-      'each sending its whole history) and `config/workloads/chat.yaml` (unique prompts: no shared prefix), at half the rate.',
-      `1× = ${fmt(rate, 1)} req/s on ${replicas} replicas; the single-replica row runs the same workload at 1/${replicas} of it.`,
-      "Hit rate: the engines' own counters (prefix-cache hits / queries, tokens), over the replicas. Goodput: requests",
-      'that met TTFT 500 ms and TPOT 50 ms, per second. Spread: the share of requests each replica served.',
-    ].join('\n'),
-  )
-  report.table(
-    [
-      'workload',
-      'replicas',
-      'routing',
-      'load',
-      'requests',
-      'hit rate',
-      'predicted hit',
-      'TTFT p50 ms',
-      'TTFT p99 ms',
-      'goodput/s',
-      'attainment',
-      'refused',
-      'by affinity',
-      'saturated',
-      'spread %',
-    ],
-    resultRows(results),
-  )
-  const single = results.find((r) => r.spec.replicas === 1)
-  const rows: (string | number)[][] = []
-  for (const level of levels) {
-    const lw = results.find(
-      (r) =>
-        r.spec.workload === 'multi-turn' &&
-        r.spec.replicas > 1 &&
-        r.spec.level === level &&
-        r.spec.scorer === 'least-wait',
-    )
-    const pa = results.find(
-      (r) =>
-        r.spec.workload === 'multi-turn' &&
-        r.spec.replicas > 1 &&
-        r.spec.level === level &&
-        r.spec.scorer === 'prefix-affinity',
-    )
-    if (lw === undefined || pa === undefined) continue
-    rows.push([
-      `${level}×`,
-      single === undefined ? '–' : `${pct(pa.hitRate / single.hitRate)} (target ≥ 80%)`,
-      `${change(lw.ttftP50, pa.ttftP50)} (target ≤ −30%)`,
-      change(lw.ttftP99, pa.ttftP99),
-      `${change(lw.goodputRps, pa.goodputRps)}${level >= 2 ? ' (target ≥ +20%)' : ''}`,
-    ])
-  }
-  const chat = results.filter((r) => r.spec.workload === 'chat')
-  if (chat.length === 2)
-    rows.push([
-      `chat, ${chat[0]!.spec.level}× of ${fmt(chat[0]!.spec.rate, 1)}/s`,
-      `${pct(chat[1]!.hitRate)} vs ${pct(chat[0]!.hitRate)}`,
-      change(chat[0]!.ttftP50, chat[1]!.ttftP50),
-      change(chat[0]!.ttftP99, chat[1]!.ttftP99),
-      `${change(chat[0]!.goodputRps, chat[1]!.goodputRps)} (target: within noise)`,
-    ])
-  report.heading('prefix-affinity against least-wait')
-  report.table(['load', "hit rate ÷ one replica's", 'TTFT p50', 'TTFT p99', 'goodput'], rows)
-  report.write(values.out)
+  writeReport(results, {
+    out: values.out,
+    quick: values.quick,
+    loadBefore,
+    wallS: (performance.now() - started) / 1000,
+    profile: o.profile,
+    routing: o.routing,
+    scale,
+    durationS,
+    rate,
+    replicas,
+    levels,
+  })
   log(`wrote ${values.out}`)
 }
 
