@@ -63,6 +63,8 @@ export class Ticket {
   rateTokens: LimitState | undefined = undefined
   /** The class the client asked for (`x-priority`), before admission validates it. */
   requestedClass: string | undefined = undefined
+  /** The client's session (`x-session-id`, at most 256 characters), for session affinity. */
+  sessionId: string | undefined = undefined
   /** `service_tier` from the body, as sent. */
   serviceTier: string | undefined = undefined
   class = 'interactive'

@@ -140,7 +140,7 @@ export class Admission implements AdmissionControl {
     let budget = pa.ttftBudget(className, slo)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let blocks = this.blocksFor(pa, t, body)
-    let pp = pa.predict(className, promptTokens, kvTokens, blocks)
+    let pp = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
     const margin = this.config.admission.margin
     // what it is predicted to miss now: TTFT, KV room, TPOT, E2E (forecast.ts)
@@ -170,7 +170,7 @@ export class Admission implements AdmissionControl {
         t.slo = objectives
         slo = objectives.ttft_ms
         budget = pa.ttftBudget(className, slo)
-        pp = pa.predict(className, promptTokens, kvTokens, blocks)
+        pp = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
         lost ||= pp.usable === 0
         // the rest of the ladder is the interactive class's: the demoted request is done with it
         return 'done'
@@ -181,7 +181,7 @@ export class Admission implements AdmissionControl {
       if (pa !== before) blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
       budget = pa.ttftBudget(className, slo)
       kvTokens = promptTokens + req.choices * req.expectedOutput
-      pp = pa.predict(className, promptTokens, kvTokens, blocks)
+      pp = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
       lost ||= pp.usable === 0
       return lost ? 'done' : 'applied'
     })

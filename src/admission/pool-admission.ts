@@ -84,7 +84,7 @@ export class PoolAdmission {
       { stepMs: cfg.estimator.step_ms, prefillTokensPerS: cfg.estimator.prefill_tokens_per_s },
       clock,
     )
-    this.prefix = new PrefixAwareness(cfg.estimator.prefix_cache)
+    this.prefix = new PrefixAwareness(cfg.estimator.prefix_cache, pool)
     const defs = Object.entries(classes).map(([name, c]) => ({
       name,
       priority: c.priority,
@@ -123,9 +123,15 @@ export class PoolAdmission {
    * `blocks`: its prompt's blocks (prefix awareness): the server part prices only the
    * tokens not expected in the prefix cache of the endpoints it may go to (see
    * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
-   * would compute.
+   * would compute. `session`: its x-session-id (session affinity, when the pool routes by it).
    */
-  predict(className: string, promptTokens: number, kvTokens: number, blocks?: PromptBlocks): PoolPrediction {
+  predict(
+    className: string,
+    promptTokens: number,
+    kvTokens: number,
+    blocks?: PromptBlocks,
+    session?: string,
+  ): PoolPrediction {
     const views = this.pool.views()
     const view = this.gates.serverView(views, this.meanPrompt)
     const computeAt = this.prefix.computeAt(blocks, promptTokens)
@@ -139,7 +145,14 @@ export class PoolAdmission {
     const hit =
       blocks === undefined
         ? undefined
-        : this.prefix.expected(views, blocks, promptTokens, queued === undefined ? open : undefined)
+        : this.prefix.expected(
+            views,
+            blocks,
+            promptTokens,
+            queued === undefined ? open : undefined,
+            kvTokens,
+            session,
+          )
     const compute = promptTokens - (hit?.expected ?? 0)
     const prediction = this.estimator.predict(view, queued, promptTokens, roomMs, compute)
     return {
@@ -227,7 +240,7 @@ export class PoolAdmission {
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
       const open = this.gates.open(w.className, w.kvTokens, w.promptTokens, false, computeAt)
-      const lease = this.pool.acquire(w.kvTokens, open)
+      const lease = this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
         return this.start(w, lease, 0)
@@ -394,6 +407,7 @@ export class PoolAdmission {
               floor,
               this.prefix.computeAt(head.blocks, head.promptTokens),
             ),
+            this.prefix.hint(head),
           )
           // Strict priority: when the first class with work cannot go, nothing below it goes;
           // a class due under its floor holds the line the same way until it fits (its share

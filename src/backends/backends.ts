@@ -5,6 +5,7 @@
  */
 import type { Registry } from 'prom-client'
 import type { Clock } from '../clock.js'
+import type { RoutingConfig } from '../config/routing.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { adapterFor } from './adapters/registry.js'
 import { type Resolver, systemResolver } from './discovery.js'
@@ -13,7 +14,9 @@ import { priorsFrom } from './engine-facts.js'
 import { registerBackendMetrics } from './metrics.js'
 import { Picker } from './picker.js'
 import { EndpointPool } from './pool.js'
+import { PrefixAffinityScorer } from './prefix-affinity.js'
 import { ModelRouter } from './router.js'
+import { registerRoutingMetrics } from './routing-metrics.js'
 import { leastWaitScorer } from './scorer.js'
 import type { Backends, EndpointScorer } from './types.js'
 
@@ -41,6 +44,11 @@ export interface BackendsHandle extends Backends {
   onChange(listener: () => void): void
 }
 
+/** A pool's scorer, by its routing config (one instance per pool: it remembers sessions). */
+export function scorerFor(routing: RoutingConfig): EndpointScorer {
+  return routing.scorer === 'prefix-affinity' ? new PrefixAffinityScorer(routing) : leastWaitScorer
+}
+
 export function createBackends(config: GatewayConfig, deps: BackendsDeps): BackendsHandle {
   const pickers: Picker[] = []
   const listeners: (() => void)[] = []
@@ -54,7 +62,7 @@ export function createBackends(config: GatewayConfig, deps: BackendsDeps): Backe
     }
   }
   const pools = config.backends.pools.map((poolConfig) => {
-    const picker = new Picker(deps.scorer ?? leastWaitScorer)
+    const picker = new Picker(deps.scorer ?? scorerFor(poolConfig.routing))
     pickers.push(picker)
     return new EndpointPool(poolConfig, {
       clock: deps.clock,
@@ -69,6 +77,7 @@ export function createBackends(config: GatewayConfig, deps: BackendsDeps): Backe
   })
   const router = new ModelRouter(pools)
   registerBackendMetrics(deps.registry, deps.clock, () => pools)
+  registerRoutingMetrics(deps.registry, () => pools.map((pool, i) => ({ pool, picker: pickers[i]! })))
   let closing: Promise<void> | undefined
 
   return {

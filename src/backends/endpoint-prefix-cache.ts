@@ -19,16 +19,37 @@ import {
 } from './prefix-index.js'
 import type { BackendLoad } from './types.js'
 
+/** The pool's overrides (routing.block_size, routing.index_blocks): they win over the engine's facts. */
+export interface PrefixCacheOverrides {
+  readonly blockSize?: number | undefined
+  readonly indexBlocks?: number | undefined
+}
+
+/** Bytes one remembered block costs in the index's Map, about (a 53-bit key is a heap number; 45 measured on Node 20, x64). */
+export const BYTES_PER_BLOCK = 48
+
 export class EndpointPrefixCache implements PrefixCacheModel {
   readonly index: PrefixIndex
   readonly calibration = new PrefixCalibration()
   private size = DEFAULT_BLOCK_SIZE
   private on = true
-  private capacitySource: 'engine' | 'config' | 'default' = 'default'
+  private capacitySource: 'engine' | 'config' | 'default' | 'override' = 'default'
+  /** Predicted hit tokens and prompt tokens sent here, ever (the pool's predicted hit ratio). */
+  private sentTotals = { hitTokens: 0, promptTokens: 0 }
 
-  constructor(kvTokensHint?: number) {
-    this.index = new LruPrefixIndex(DEFAULT_INDEX_BLOCKS)
-    this.applyCapacity(undefined, kvTokensHint)
+  constructor(
+    kvTokensHint?: number,
+    private readonly overrides: PrefixCacheOverrides = {},
+  ) {
+    if (overrides.blockSize !== undefined) this.size = overrides.blockSize
+    this.index = new LruPrefixIndex(overrides.indexBlocks ?? DEFAULT_INDEX_BLOCKS)
+    if (overrides.indexBlocks !== undefined) this.capacitySource = 'override'
+    else this.applyCapacity(undefined, kvTokensHint)
+  }
+
+  /** Predicted hit tokens (raw) and prompt tokens of everything sent here. */
+  get totals(): { readonly hitTokens: number; readonly promptTokens: number } {
+    return this.sentTotals
   }
 
   get blockSize(): number {
@@ -51,17 +72,21 @@ export class EndpointPrefixCache implements PrefixCacheModel {
   sent(blocks: PromptBlocks, promptTokens: number, raw: number): void {
     this.index.record(blocks)
     this.calibration.sent(promptTokens, this.on ? raw : 0)
+    this.sentTotals.promptTokens += Math.max(0, promptTokens)
+    this.sentTotals.hitTokens += this.on ? Math.max(0, raw) : 0
   }
 
   /** A fresh scrape: engine facts and counters. `kvTokensHint`: the pool's capacity.kv_tokens. */
   scraped(load: BackendLoad, kvTokensHint?: number): void {
-    if (load.blockSize !== undefined && load.blockSize > 0) this.size = load.blockSize
+    if (this.overrides.blockSize === undefined && load.blockSize !== undefined && load.blockSize > 0)
+      this.size = load.blockSize
     if (load.prefixCaching !== undefined) this.on = load.prefixCaching
     this.applyCapacity(load.kvCapacityTokens, kvTokensHint)
     if (this.calibration.scraped(load.prefixCacheQueriesTotal, load.prefixCacheHitsTotal)) this.index.clear()
   }
 
   private applyCapacity(scraped: number | undefined, hint: number | undefined): void {
+    if (this.overrides.indexBlocks !== undefined) return
     const tokens = scraped ?? hint
     if (tokens === undefined || !(tokens > 0)) return
     this.capacitySource = scraped !== undefined ? 'engine' : 'config'
@@ -73,6 +98,7 @@ export class EndpointPrefixCache implements PrefixCacheModel {
       enabled: this.on,
       blockSize: this.size,
       indexBlocks: this.index.size,
+      indexBytes: this.index.size * BYTES_PER_BLOCK,
       capacityBlocks: this.index.capacity,
       capacityFrom: this.capacitySource,
       ...this.calibration.state(),

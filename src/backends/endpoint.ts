@@ -110,7 +110,10 @@ export class PoolEndpoint implements Endpoint {
       bodyTimeout: scrapeTimeout,
     })
     this.breaker = new Breaker(deps.clock, deps.pool.ejection)
-    this.prefixCache = new EndpointPrefixCache(deps.pool.capacity.kv_tokens)
+    this.prefixCache = new EndpointPrefixCache(deps.pool.capacity.kv_tokens, {
+      blockSize: deps.pool.routing.block_size,
+      indexBlocks: deps.pool.routing.index_blocks,
+    })
     const cap = deps.pool.capacity
     this.facts = new EngineFacts({
       engine: deps.pool.engine,

@@ -2,10 +2,20 @@
  * Picks one endpoint among candidates by the scorer: the lowest score wins; endpoints whose
  * scores tie (within a relative 1e-9) take turns, round robin per picker, so idle endpoints
  * share a burst instead of the first in the list taking it all. Infinity everywhere: none.
+ *
+ * `pick` takes a turn (the caller leases the endpoint, then tells `picked`); `peek` answers
+ * the same question with no side effect, for admission's prediction of where a request
+ * will go: asked and then picked with nothing changed between, both choose the same one.
  */
-import type { EndpointScorer, EndpointView } from './types.js'
+import type { EndpointScorer, EndpointView, PickRequest, PoolLoad } from './types.js'
 
 const TIE = 1e-9
+
+export function poolLoad(views: readonly EndpointView[]): PoolLoad {
+  let inflightRequests = 0
+  for (const v of views) inflightRequests += v.effective.inflightRequests
+  return { inflightRequests, endpoints: views.length }
+}
 
 export class Picker {
   private turn = 0
@@ -16,19 +26,36 @@ export class Picker {
     return this.scorer.name
   }
 
+  /** The scorer reads prompt prefixes (prefix-affinity). */
+  get readsPrefix(): boolean {
+    return this.scorer.readsPrefix === true
+  }
+
+  get currentScorer(): EndpointScorer {
+    return this.scorer
+  }
+
   setScorer(scorer: EndpointScorer): void {
     this.scorer = scorer
   }
 
-  /** Index of the chosen view, or -1 when none may take the request. */
-  pick(views: readonly EndpointView[], tokens: number): number {
+  /** Index of the chosen view, or -1 when none may take the request; takes a turn. */
+  pick(views: readonly EndpointView[], tokens: number, request?: PickRequest): number {
+    const chosen = this.peek(views, tokens, request)
+    if (chosen >= 0) this.turn = (this.turn + 1) % 1_000_000_007
+    return chosen
+  }
+
+  /** What `pick` would answer now, without taking a turn. */
+  peek(views: readonly EndpointView[], tokens: number, request?: PickRequest): number {
     if (views.length === 0) return -1
+    const pool = poolLoad(views)
     const scores = new Array<number>(views.length)
     let best = Number.POSITIVE_INFINITY
     for (let i = 0; i < views.length; i++) {
       let s: number
       try {
-        s = this.scorer.score(views[i]!, tokens)
+        s = this.scorer.score(views[i]!, tokens, request, pool)
       } catch {
         s = Number.POSITIVE_INFINITY // a scorer that breaks its contract must not break the request path
       }
@@ -40,8 +67,27 @@ export class Picker {
     const limit = best + TIE * Math.max(1, best)
     const ties: number[] = []
     for (let i = 0; i < scores.length; i++) if (scores[i]! <= limit) ties.push(i)
-    const chosen = ties[this.turn % ties.length]!
-    this.turn = (this.turn + 1) % 1_000_000_007
-    return chosen
+    return ties[this.turn % ties.length]!
+  }
+
+  /** A lease was taken on `views[chosen]`: the scorer's hook, if it has one (never throws). */
+  picked(
+    views: readonly EndpointView[],
+    chosen: number,
+    excluded: readonly EndpointView[],
+    tokens: number,
+    request: PickRequest | undefined,
+  ): void {
+    const view = views[chosen]
+    if (view === undefined || this.scorer.picked === undefined) return
+    try {
+      this.scorer.picked(view, views, excluded, tokens, request)
+    } catch {
+      // its memory is its own; the request goes on
+    }
+  }
+
+  state(): object {
+    return { name: this.scorer.name, ...(this.scorer.state?.() ?? {}) }
   }
 }

@@ -14,7 +14,7 @@ import { DnsDiscovery, type Resolver } from './discovery.js'
 import { type BackendsLogger, PoolEndpoint } from './endpoint.js'
 import type { EstimatorPriorFacts } from './engine-facts.js'
 import type { Picker } from './picker.js'
-import type { BackendPool, Endpoint, EndpointView, Lease, MetricAdapter } from './types.js'
+import type { BackendPool, Endpoint, EndpointView, Lease, MetricAdapter, PickRequest } from './types.js'
 
 export interface PoolDeps {
   readonly clock: Clock
@@ -105,19 +105,37 @@ export class EndpointPool implements BackendPool {
     this.deps.onChange?.()
   }
 
-  acquire(tokens: number, accept?: (view: EndpointView) => boolean): Lease | undefined {
+  acquire(
+    tokens: number,
+    accept?: (view: EndpointView) => boolean,
+    request?: PickRequest,
+  ): Lease | undefined {
     const candidates: PoolEndpoint[] = []
     const views: EndpointView[] = []
+    const excluded: EndpointView[] = []
     for (const ep of this.active) {
       if (!ep.usable()) continue
       const view = ep.view()
-      if (accept !== undefined && !accept(view)) continue
+      if (accept !== undefined && !accept(view)) {
+        excluded.push(view)
+        continue
+      }
       candidates.push(ep)
       views.push(view)
     }
     if (candidates.length === 0) return undefined
-    const chosen = this.deps.picker.pick(views, tokens)
-    return chosen < 0 ? undefined : candidates[chosen]!.acquire(tokens)
+    const picker = this.deps.picker
+    const chosen = picker.pick(views, tokens, request)
+    if (chosen < 0) return undefined
+    const lease = candidates[chosen]!.acquire(tokens)
+    picker.picked(views, chosen, excluded, tokens, request)
+    return lease
+  }
+
+  choose(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined {
+    const picker = this.deps.picker
+    if (!picker.readsPrefix) return undefined
+    return views[picker.peek(views, tokens, request)]
   }
 
   views(): EndpointView[] {
@@ -167,6 +185,7 @@ export class EndpointPool implements BackendPool {
       aliases: this.config.aliases,
       failOpen: this.config.fail_open,
       scorer: this.deps.picker.scorerName,
+      routing: this.deps.picker.state(),
       discovery: this.discovery?.state() ?? { type: 'static' },
       usable: this.usableCount(),
       retryAfterMs: this.retryAfterMs(),

@@ -81,6 +81,11 @@ export class PrefixCalibration {
     return false
   }
 
+  /** The recent (decayed) sums behind predictedRatio: prompt tokens sent, and of them predicted hit. */
+  get recent(): { readonly promptTokens: number; readonly hitTokens: number } {
+    return { promptTokens: this.sentTokens, hitTokens: this.sentHits }
+  }
+
   /** The predicted hit ratio of what was sent (raw), or undefined before anything was. */
   get predictedRatio(): number | undefined {
     return this.sentTokens > 0 ? this.sentHits / this.sentTokens : undefined

@@ -6,7 +6,7 @@ import type { Dispatcher } from 'undici'
 import type { EngineName, PoolConfig } from '../config/schema.js'
 import type { EndpointResult, ExchangeObserver } from '../exchange.js'
 import type { EngineFactsView } from './engine-facts.js'
-import type { PrefixCacheModel } from './prefix-index.js'
+import type { PrefixCacheModel, PromptBlocks } from './prefix-index.js'
 
 export type { EndpointResult }
 
@@ -115,15 +115,51 @@ export interface EndpointView {
 }
 
 /**
+ * What a scorer may know of the request beyond its tokens (all optional: a request that
+ * does not generate, or a pool without prefix awareness, has none of it).
+ */
+export interface PickRequest {
+  /** Its prompt's chained block hashes (prefix-index.ts), cut for this pool. */
+  readonly blocks?: PromptBlocks | undefined
+  /** Its prompt tokens (the estimate), for the share of it an endpoint holds. */
+  readonly promptTokens?: number | undefined
+  /** Its session (the `x-session-id` header), for session affinity. */
+  readonly session?: string | undefined
+}
+
+/** The candidates of one pick taken together (the picker computes it once per pick). */
+export interface PoolLoad {
+  /** Requests in flight (the gateway's ledger) summed over the candidates. */
+  readonly inflightRequests: number
+  readonly endpoints: number
+}
+
+/**
  * Ranks the usable endpoints of a pool for one request (the picker's plugin; admission's
  * estimator may bring its own). Contract: `score` returns a number >= 0 where lower is
  * better (a predicted wait, in any unit as long as it is the same for every endpoint of one
  * call), or Infinity for "do not send here"; it never throws, keeps no reference to the
- * view, and is O(1): it runs on the request path for every candidate.
+ * view (`pool`: the candidates' sum, for a scorer that weighs an endpoint against the rest), and is O(1), or O(the prompt's blocks) for a scorer that reads `request.blocks`: it
+ * runs on the request path for every candidate. `score` has no side effect (admission asks
+ * which endpoint a request would go to before it goes); `picked`, when given, is told each
+ * pick that took a lease: the chosen view, the candidates it was chosen among, and the
+ * usable endpoints the caller's gate excluded (no headroom), for the scorer's own memory
+ * (sessions) and counts.
  */
 export interface EndpointScorer {
   readonly name: string
-  score(endpoint: EndpointView, tokens: number): number
+  score(endpoint: EndpointView, tokens: number, request?: PickRequest, pool?: PoolLoad): number
+  picked?(
+    chosen: EndpointView,
+    candidates: readonly EndpointView[],
+    excluded: readonly EndpointView[],
+    tokens: number,
+    request: PickRequest | undefined,
+  ): void
+  /** True when `score` reads `request.blocks` (admission then predicts by the endpoint it picks). */
+  readonly readsPrefix?: boolean
+  /** For /admin/state. */
+  state?(): object
 }
 
 /**
@@ -148,7 +184,13 @@ export interface BackendPool {
    * on it (ledger + in-flight count). `accept`, when given, must also pass (admission's
    * headroom gate). Undefined when no endpoint is usable now.
    */
-  acquire(tokens: number, accept?: (view: EndpointView) => boolean): Lease | undefined
+  acquire(tokens: number, accept?: (view: EndpointView) => boolean, request?: PickRequest): Lease | undefined
+  /**
+   * The view `acquire` would choose among `views` now (no lease, no side effect), when the
+   * pool's scorer reads prompt prefixes; undefined otherwise (or when none may take it). For
+   * admission to predict by the endpoint the request will go to.
+   */
+  choose?(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined
   /** Views of the endpoints usable now (fresh or fail-open, not ejected), for admission. */
   views(): EndpointView[]
   /** Milliseconds until an endpoint may be usable again (for Retry-After), when none is. */

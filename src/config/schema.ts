@@ -9,6 +9,7 @@ import { z } from 'zod'
 import { isRecord } from '../is-record.js'
 import { structuralFindings } from './checks.js'
 import { LIMITS_DEFAULTS, type LimitsConfig, limitsSchema } from './limits.js'
+import { routingSchema } from './routing.js'
 import { classBoundsFindings, tenantSloBoundsSchema } from './tenant-slo.js'
 import { authSchema, tenantFindings, tenantsSchema } from './tenants.js'
 
@@ -111,6 +112,8 @@ export const poolSchema = z.strictObject({
       max_num_batched_tokens: positiveInt.optional(),
     })
     .prefault({}),
+  /** How an endpoint is picked per request (src/config/routing.ts). */
+  routing: routingSchema.prefault({}),
   /** Cost of one endpoint per hour, in any currency unit; used for cost per 1K tokens. */
   cost_per_hour: z.number().nonnegative().default(0),
   /**

@@ -31,6 +31,9 @@ function apiOf(url: string): GenerationApi | undefined {
   return undefined
 }
 
+/** Longest `x-session-id` taken (a longer one is ignored: no session affinity). */
+export const MAX_SESSION_ID = 256
+
 export function parseStage(deps: StageDeps): Stage {
   const { backends, tokens, defaultMaxTokens } = deps
   return (r) => {
@@ -73,6 +76,10 @@ export function parseStage(deps: StageDeps): Stage {
     t.expectedOutputTokens = t.maxTokens ?? defaultMaxTokens
     const length = Number(r.headers['content-length'])
     t.bodyBytes = Number.isFinite(length) ? length : size.chars
+    // session affinity (routing.session_affinity): an opaque id, bounded so it cannot bloat the table
+    const session = r.headers['x-session-id']
+    if (typeof session === 'string' && session.length > 0 && session.length <= MAX_SESSION_ID)
+      t.sessionId = session
     // (a Responses API stream always ends with its usage, in response.completed)
     if (t.generation && t.api !== 'responses' && t.stream && !t.clientWantsUsage) {
       requestStreamUsage(body)

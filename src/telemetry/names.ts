@@ -59,6 +59,11 @@ export const BACKEND_MODULE_METRICS: readonly string[] = [
   'slo_gateway_backend_running',
   'slo_gateway_backend_scrape_age_seconds',
   'slo_gateway_backend_ejected',
+  // prefix routing (src/backends/routing-metrics.ts)
+  'slo_gateway_prefix_predicted_hit_ratio',
+  'slo_gateway_prefix_predicted_hit_tokens_total',
+  'slo_gateway_prefix_prompt_tokens_total',
+  'slo_gateway_prefix_routing_total',
 ]
 
 /** Defined by the tenants module (src/tenants/limiter-metrics.ts): the limiter store's health. */

@@ -1,0 +1,290 @@
+/**
+ * `npm run bench:prefix [-- --quick] [-- --rate R] [-- --scale S] [-- --levels 1,2] [-- --out FILE]`
+ *
+ * Prefix-aware routing against least-wait picking, through the gateway, on a pool of
+ * simulated replicas (prefix caching on, as vLLM V1's default), time-scaled. The workload
+ * is `slo-gateway bench`'s own (src/loadgen: the plan, the request builder that grows
+ * conversations, the streaming client, the summary), from config/workloads/multi-turn.yaml
+ * (a shared system prompt and growing conversations), plus config/workloads/chat.yaml (no
+ * shared prefix at all: routing must change nothing there). Each run starts fresh
+ * processes (cold caches): the simulator's replicas in one, the gateway in another.
+ *
+ * Per run, at each load level (× the rate given as 1×): the engines' prefix-cache hit rate
+ * (their own counters, summed over the replicas), TTFT p50/p99 and goodput at the client,
+ * the routing decisions and the gateway's predicted hit ratio. A single replica at a
+ * quarter of the rate gives the hit rate one replica achieves on the same workload (the
+ * target's yardstick). Times and rates are in model time (wall ÷ scale). Writes
+ * reports/prefix-routing.md. Benchmarks report; they never assert.
+ */
+import { loadavg } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { Pool, request } from 'undici'
+import { runBench } from '../src/loadgen/bench-run.js'
+import { summarizeRun } from '../src/loadgen/bench-summary.js'
+import { fmt } from '../src/loadgen/report.js'
+import { RequestBuilder } from '../src/loadgen/request-builder.js'
+import { RequestPlan } from '../src/loadgen/request-plan.js'
+import { loadWorkload, tableKey } from '../src/loadgen/workload-load.js'
+import type { Workload } from '../src/loadgen/workload-schema.js'
+import { spawnPrefixChild } from './prefix-routing-child.js'
+import { pct, type RunResult, type RunSpec, writeReport } from './prefix-routing-report.js'
+import type { Child } from './processes.js'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+
+const USAGE = `Usage: npm run bench:prefix -- [options]
+
+  --quick          a smoke run: least-wait and prefix-affinity at one level, short (about a minute)
+  --only LIST      runs to do, of single, least-wait, prefix-affinity, chat (default all)
+  --rate R         1x, in requests/s of model time (default 24: about the 4 replicas' capacity on
+                   multi-turn with least-wait, see the report)
+  --levels LIST    load levels, multiples of --rate (default 1,2)
+  --scale S        time scale (default 3; --quick 2)
+  --duration S     model seconds of load per run (default 60; --quick 8)
+  --replicas N     replicas in the pool (default 4)
+  --profile P      simulator profile (default llama-3.1-70b-h100-tp4)
+  --routing JSON   more routing keys for the prefix-affinity runs, e.g. '{"prefix_weight":4}'
+  --out FILE       report file (default reports/prefix-routing.md)
+  -h, --help       this help
+`
+
+/** The runs, by name: one replica (the hit-rate yardstick), each routing on multi-turn, both on chat. */
+const RUNS = ['single', 'least-wait', 'prefix-affinity', 'chat']
+
+const log = (s: string) => process.stderr.write(`[bench:prefix] ${s}\n`)
+
+async function text(url: string): Promise<string> {
+  const r = await request(url)
+  return r.body.text()
+}
+
+function sample(metrics: string, name: string): number {
+  let sum = 0
+  for (const line of metrics.split('\n')) {
+    if (!line.startsWith(name)) continue
+    const v = Number(line.slice(line.lastIndexOf(' ') + 1))
+    if (Number.isFinite(v)) sum += v
+  }
+  return sum
+}
+
+function labelled(metrics: string, name: string, label: string): Record<string, number> {
+  const out: Record<string, number> = {}
+  const re = new RegExp(`^${name}\\{[^}]*${label}="([^"]+)"[^}]*\\} (\\S+)`)
+  for (const line of metrics.split('\n')) {
+    const m = re.exec(line)
+    if (m !== null) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2])
+  }
+  return out
+}
+
+/** The workload file with its objectives in wall time (× scale). */
+function scaled(w: Workload, scale: number): Workload {
+  const t = (v: number | undefined) => (v === undefined ? undefined : v * scale)
+  return {
+    ...w,
+    classes: w.classes.map((c) => ({
+      ...c,
+      slo: {
+        ...(c.slo.ttft_ms === undefined ? {} : { ttft_ms: t(c.slo.ttft_ms) }),
+        ...(c.slo.tpot_ms === undefined ? {} : { tpot_ms: t(c.slo.tpot_ms) }),
+        ...(c.slo.e2e_ms === undefined ? {} : { e2e_ms: t(c.slo.e2e_ms) }),
+      },
+    })),
+  } as Workload
+}
+
+async function runOne(
+  spec: RunSpec,
+  o: { scale: number; durationS: number; profile: string; seed: number; drainMs: number; routing?: string },
+): Promise<RunResult> {
+  const children: Child[] = []
+  try {
+    const sim = await spawnPrefixChild('simulator', [
+      'sim',
+      '--replicas',
+      String(spec.replicas),
+      '--profile',
+      o.profile,
+      '--scale',
+      String(o.scale),
+      '--seed',
+      String(o.seed),
+    ])
+    children.push(sim.child)
+    const urls = sim.info.urls as string[]
+    const model = sim.info.model as string
+    const gw = await spawnPrefixChild('gateway', [
+      'gateway',
+      '--sims',
+      urls.join(','),
+      '--model',
+      model,
+      '--scale',
+      String(o.scale),
+      '--scorer',
+      spec.scorer,
+      ...(spec.scorer === 'prefix-affinity' && o.routing !== undefined ? ['--routing', o.routing] : []),
+    ])
+    children.push(gw.child)
+    const adminUrl = gw.info.adminUrl as string
+    // wait for a first scrape of every replica (a pool with stale endpoints refuses)
+    for (let i = 0; i < 100; i++) {
+      const st = JSON.parse(await text(`${adminUrl}/admin/state`)) as {
+        backends?: { pools?: { usable?: number }[] }
+      }
+      if ((st.backends?.pools?.[0]?.usable ?? 0) >= urls.length) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const file = join(ROOT, `config/workloads/${spec.workload}.yaml`)
+    const loaded = loadWorkload(file)
+    const w = scaled(loaded.workload, o.scale)
+    const wallRate = (spec.rate * spec.level) / o.scale
+    const table = (s: Parameters<typeof tableKey>[1]) => loaded.tables.get(tableKey(loaded.file, s)) ?? []
+    const client = new Pool(gw.info.url as string, { connections: 4096, headersTimeout: 0, bodyTimeout: 0 })
+    const result = await runBench({
+      client,
+      plan: new RequestPlan(w, table, wallRate, o.seed),
+      builder: new RequestBuilder({
+        workload: { ...w, seed: o.seed },
+        model,
+        pathPrefix: '/v1',
+        tenantKeys: [],
+        runTag: `${spec.workload}-${spec.scorer}-${spec.level}-${spec.replicas}`,
+      }),
+      classNames: w.classes.map((c) => c.name),
+      tenantNames: [],
+      mode: { rate: wallRate },
+      durationMs: o.durationS * o.scale * 1000,
+      drainMs: o.drainMs,
+    })
+    await client.close()
+    const slos = new Map(w.classes.map((c) => [c.name, c.slo]))
+    const summary = summarizeRun(result.records, slos, result.elapsedMs)
+    const cls = summary.classes[0]
+    let hits = 0
+    let queries = 0
+    for (const u of urls) {
+      const m = await text(`${u}/metrics`)
+      hits += sample(m, 'vllm:prefix_cache_hits_total')
+      queries += sample(m, 'vllm:prefix_cache_queries_total')
+    }
+    const gm = await text(`${adminUrl}/metrics`)
+    const ratio = labelled(gm, 'slo_gateway_prefix_predicted_hit_ratio', 'pool')
+    const perBackend = new Map<string, number>()
+    for (const r of result.records) {
+      const b = r.headers['x-gateway-backend']
+      if (b !== undefined) perBackend.set(b, (perBackend.get(b) ?? 0) + 1)
+    }
+    const routed = [...perBackend.values()].reduce((a, b) => a + b, 0)
+    return {
+      spec,
+      sent: result.records.length,
+      hitRate: queries > 0 ? hits / queries : Number.NaN,
+      ttftP50: (cls?.ttftMs.p50 ?? Number.NaN) / o.scale,
+      ttftP99: (cls?.ttftMs.p99 ?? Number.NaN) / o.scale,
+      // good requests per second of offered load (the drain after it is not load)
+      goodputRps: (cls?.good ?? 0) / o.durationS,
+      attainment: cls?.attainmentOffered ?? 0,
+      refused: cls?.refused ?? 0,
+      predictedHit: ratio.sim,
+      decisions: labelled(gm, 'slo_gateway_prefix_routing_total', 'decision'),
+      spread: [...perBackend.keys()].sort().map((k) => (perBackend.get(k) ?? 0) / Math.max(1, routed)),
+    }
+  } finally {
+    for (const c of children.reverse()) await c.stop()
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      rate: { type: 'string', default: '24' },
+      levels: { type: 'string' },
+      scale: { type: 'string' },
+      duration: { type: 'string' },
+      replicas: { type: 'string', default: '4' },
+      profile: { type: 'string', default: 'llama-3.1-70b-h100-tp4' },
+      seed: { type: 'string', default: '1' },
+      out: { type: 'string', default: join(ROOT, 'reports/prefix-routing.md') },
+      only: { type: 'string' },
+      routing: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  })
+  if (values.help) {
+    process.stdout.write(USAGE)
+    return
+  }
+  const num = (name: string, v: string | undefined, ok: (x: number) => boolean) => {
+    const x = Number(v)
+    if (v === undefined || !ok(x)) throw new RangeError(`--${name}: got '${v}'`)
+    return x
+  }
+  const rate = num('rate', values.rate, (x) => x > 0)
+  const scale = num('scale', values.scale ?? (values.quick ? '2' : '3'), (x) => x > 0)
+  const replicas = num('replicas', values.replicas, (x) => Number.isInteger(x) && x >= 2)
+  const durationS = num('duration', values.duration ?? (values.quick ? '8' : '60'), (x) => x > 0)
+  const levels = (values.levels ?? (values.quick ? '1' : '1,2'))
+    .split(',')
+    .map((s) => num('levels', s, (x) => x > 0))
+  const o = {
+    scale,
+    durationS,
+    profile: values.profile,
+    seed: Number(values.seed),
+    drainMs: (values.quick ? 5_000 : 20_000) * scale,
+    ...(values.routing === undefined ? {} : { routing: values.routing }),
+  }
+  const loadBefore = loadavg()
+  const started = performance.now()
+
+  const only = new Set(
+    (values.only ?? (values.quick ? 'least-wait,prefix-affinity' : RUNS.join(','))).split(','),
+  )
+  for (const r of only)
+    if (!RUNS.includes(r)) throw new RangeError(`--only: ${r} is not one of ${RUNS.join(', ')}`)
+  const specs: RunSpec[] = []
+  if (only.has('single'))
+    specs.push({ workload: 'multi-turn', scorer: 'least-wait', level: 1, replicas: 1, rate: rate / replicas })
+  for (const level of levels)
+    for (const scorer of ['least-wait', 'prefix-affinity'] as const)
+      if (only.has(scorer)) specs.push({ workload: 'multi-turn', scorer, level, replicas, rate })
+  if (only.has('chat'))
+    for (const scorer of ['least-wait', 'prefix-affinity'] as const)
+      specs.push({ workload: 'chat', scorer, level: levels[0]!, replicas, rate: rate / 2 })
+  const results: RunResult[] = []
+  for (const spec of specs) {
+    log(
+      `${spec.workload}, ${spec.replicas} replica(s), ${spec.scorer}, ${spec.level}× of ${fmt(spec.rate, 1)}/s`,
+    )
+    const r = await runOne(spec, o)
+    log(
+      `  sent ${r.sent}, hit ${pct(r.hitRate)}, TTFT p50 ${fmt(r.ttftP50, 0)} p99 ${fmt(r.ttftP99, 0)} ms, goodput ${fmt(r.goodputRps, 2)}/s`,
+    )
+    results.push(r)
+  }
+
+  writeReport(results, {
+    out: values.out,
+    quick: values.quick,
+    loadBefore,
+    wallS: (performance.now() - started) / 1000,
+    profile: o.profile,
+    routing: o.routing,
+    scale,
+    durationS,
+    rate,
+    replicas,
+    levels,
+  })
+  log(`wrote ${values.out}`)
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:prefix: ${(err as Error).stack ?? String(err)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,139 @@
+/**
+ * Admission over a real pool (createBackends: four endpoints, fail-open so they are usable
+ * without a scrape; nothing is sent) that routes by prefix: the request goes where its
+ * prefix is, and its predicted TTFT prices what that endpoint must compute, the same tokens
+ * the estimator is given at dispatch.
+ */
+import { Registry } from 'prom-client'
+import { afterEach, describe, expect, it } from 'vitest'
+import { Admission } from '../../../src/admission/admission.js'
+import type { AdmittedLease } from '../../../src/admission/waiting.js'
+import { createBackends } from '../../../src/backends/backends.js'
+import { ManualClock } from '../../../src/clock.js'
+import { configSchema } from '../../../src/config/schema.js'
+import { promptSize } from '../../../src/openai/request-fields.js'
+import { TokenEstimator } from '../../../src/openai/token-estimator.js'
+import { Ticket } from '../../../src/ticket.js'
+
+type Message = { role: string; content: string }
+
+function text(n: number, seed: number): string {
+  let s = ''
+  let x = seed
+  while (s.length < n) {
+    x = (x * 1103515245 + 12345) % 2 ** 31
+    s += `${x.toString(36)} `
+  }
+  return s.slice(0, n)
+}
+
+const closers: (() => Promise<void>)[] = []
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c()
+})
+
+function setup(scorer: 'least-wait' | 'prefix-affinity') {
+  const config = configSchema.parse({
+    classes: { interactive: { slo: { ttft_ms: 2_000 } } },
+    backends: {
+      pools: [
+        {
+          name: 'main',
+          models: ['m'],
+          endpoints: [1, 2, 3, 4].map((i) => `http://127.0.0.1:${i}`),
+          fail_open: true,
+          routing: { scorer },
+        },
+      ],
+    },
+  })
+  const clock = new ManualClock(1000)
+  const backends = createBackends(config, { clock, registry: new Registry() })
+  closers.push(() => backends.close())
+  const tokens = new TokenEstimator()
+  const admission = new Admission(config, backends, clock, tokens)
+  const pool = backends.pools()[0]!
+  const pa = admission.poolAdmission(pool)
+  const send = (messages: Message[], session?: string) => {
+    const body = { model: 'm', messages }
+    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
+    t.model = 'm'
+    t.generation = true
+    t.expectedOutputTokens = 64
+    t.sessionId = session
+    const size = promptSize(body)
+    t.promptChars = size.chars
+    t.promptMessages = size.messages
+    t.promptTokens = tokens.estimate('m', size.chars, size.messages)
+    const lease = admission.admit(t, body, pool) as AdmittedLease
+    expect(lease.endpoint).toBeDefined() // admitted at once: idle endpoints
+    return { ticket: t, lease }
+  }
+  return { send, pa, pool }
+}
+
+function conversation(turns: number, seed: number): Message[] {
+  const m: Message[] = [{ role: 'system', content: text(8_000, seed) }]
+  for (let i = 0; i < turns; i++) {
+    m.push({ role: 'user', content: text(1_500, seed + 10 * i + 1) })
+    if (i < turns - 1) m.push({ role: 'assistant', content: text(2_000, seed + 10 * i + 2) })
+  }
+  return m
+}
+
+describe('admission with prefix routing', () => {
+  it('sends a conversation back to its endpoint and prices only what that endpoint must compute', () => {
+    const { send, pa } = setup('prefix-affinity')
+    const endpoints = new Set<string>()
+    const share: number[] = []
+    for (let turn = 1; turn <= 5; turn++) {
+      // another conversation between its turns, on its own endpoint
+      send(conversation(turn, 500)).lease.release('ok')
+      const { ticket, lease } = send(conversation(turn, 100))
+      endpoints.add(lease.endpoint.name)
+      share.push((lease.w.computeTokens ?? Number.NaN) / ticket.promptTokens)
+      // routing and prediction agree: the prediction's server part is the one at dispatch
+      expect(pa.estimator.serverMs(lease.w.serverFeatures ?? [])).toBeCloseTo(lease.w.prediction.serverMs, 6)
+      lease.release('ok')
+    }
+    expect(endpoints.size).toBe(1)
+    // effective tokens shrink with the matched prefix: all of the first, then the new turn only
+    expect(share[0]).toBe(1)
+    for (let i = 1; i < share.length; i++) {
+      expect(share[i]).toBeLessThan(share[i - 1]!)
+      expect(share[i]).toBeLessThan(0.5)
+    }
+  })
+
+  it('least-wait: the conversation wanders and the prediction (a mean over the endpoints) is not what dispatch meets', () => {
+    const { send, pa } = setup('least-wait')
+    const endpoints = new Set<string>()
+    let disagree = 0
+    for (let turn = 1; turn <= 5; turn++) {
+      send(conversation(turn, 500)).lease.release('ok')
+      const { lease } = send(conversation(turn, 100))
+      endpoints.add(lease.endpoint.name)
+      const atDispatch = pa.estimator.serverMs(lease.w.serverFeatures ?? [])
+      if (Math.abs(atDispatch - lease.w.prediction.serverMs) > 1) disagree++
+      lease.release('ok')
+    }
+    expect(endpoints.size).toBeGreaterThan(1)
+    expect(disagree).toBeGreaterThan(0)
+  })
+
+  it('session affinity reaches the picker from x-session-id (Ticket.sessionId)', () => {
+    const { send, pool } = setup('prefix-affinity')
+    const where = new Map<string, Set<string>>()
+    for (let i = 0; i < 12; i++) {
+      const s = `session-${i % 3}`
+      const { lease } = send([{ role: 'user', content: text(1_000, 9_000 + i) }], s)
+      where.set(s, (where.get(s) ?? new Set()).add(lease.endpoint.name))
+      lease.release('ok')
+    }
+    for (const at of where.values()) expect(at.size).toBe(1)
+    const routing = (pool.state() as { routing: { decisions: Record<string, number>; sessions: number } })
+      .routing
+    expect(routing.decisions.session).toBe(9)
+    expect(routing.sessions).toBe(3)
+  })
+})
