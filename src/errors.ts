@@ -54,6 +54,13 @@ export const ERRORS = {
     outcome: 'invalid',
     retryable: false,
   },
+  GW_ERR_INVALID_PARAM: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: "Invalid '{param}': {reason}.",
+    outcome: 'invalid',
+    retryable: false,
+  },
   GW_ERR_EMPTY_BODY: {
     status: 400,
     type: 'invalid_request_error',
