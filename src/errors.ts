@@ -82,6 +82,28 @@ export const ERRORS = {
     outcome: 'invalid',
     retryable: false,
   },
+  GW_ERR_MALFORMED_REQUEST: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'The request is not valid HTTP/1.1: {reason}.',
+    outcome: 'invalid',
+    retryable: false,
+  },
+  GW_ERR_HEADERS_TOO_LARGE: {
+    status: 431,
+    type: 'invalid_request_error',
+    message: 'The request headers are larger than the limit of {limit} bytes.',
+    outcome: 'invalid',
+    retryable: false,
+  },
+  GW_ERR_REQUEST_TIMEOUT: {
+    status: 408,
+    type: 'timeout_error',
+    message:
+      'The request was not received in time: its headers are due within {headersMs} ms, all of it within {requestMs} ms.',
+    outcome: 'invalid',
+    retryable: true,
+  },
   GW_ERR_ROUTE_NOT_FOUND: {
     status: 404,
     type: 'not_found_error',

@@ -16,6 +16,7 @@ import type { Registry } from 'prom-client'
 import { registerAdminRoutes } from './admin.js'
 import { type AdmissionControl, PassThrough } from './admission/index.js'
 import type { Backends } from './backends/types.js'
+import { clientErrorHandler } from './client-errors.js'
 import type { Clock } from './clock.js'
 import type { GatewayConfig } from './config/schema.js'
 import { GatewayError } from './errors.js'
@@ -88,6 +89,10 @@ function parseError(err: FastifyError, limit: number): GatewayError | undefined 
 
 export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApps {
   const limit = config.server.body_limit_bytes
+  // slowloris: the headers, then the whole request, must arrive in time (Node checks every
+  // connection each connectionsCheckingInterval); a response may stream for longer
+  const requestMs = config.server.request_timeout_ms
+  const headersMs = Math.min(config.server.headers_timeout_ms, requestMs)
   const app = Fastify({
     loggerInstance: deps.logger,
     // one log line per request comes from the accounting stage instead
@@ -96,7 +101,15 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     genReqId: (req) => requestId(req.headers['x-request-id']),
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    requestTimeout: requestMs,
+    http: {
+      headersTimeout: headersMs,
+      requestTimeout: requestMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4))),
+    },
+    clientErrorHandler: clientErrorHandler(deps.logger, { headersMs, requestMs }),
   })
+  app.server.maxConnections = config.server.max_connections
   const tokens = deps.tokens ?? new TokenEstimator()
   const limiter = deps.limiter ?? tenantLimiter(config.limits, { clock: deps.clock, logger: deps.logger })
   if (deps.limiter === undefined) app.addHook('onClose', () => limiter.close())
@@ -159,6 +172,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     logController: new LogController({ disableRequestLogging: true }),
   })
   registerAdminRoutes(admin, {
+    token: config.server.admin_token_sha256,
     registry: deps.registry,
     ready,
     draining: () => pipeline.draining,
