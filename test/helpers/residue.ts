@@ -54,11 +54,15 @@ function num(v: unknown): number {
 }
 
 /** GET /admin/state until nothing is held (or `timeoutMs`); returns what is still held. */
-export async function settledResidue(adminUrl: string, timeoutMs = 15_000): Promise<string[]> {
+export async function settledResidue(
+  adminUrl: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 15_000,
+): Promise<string[]> {
   const until = Date.now() + timeoutMs
   let left: string[] = []
   for (;;) {
-    const res = await fetch(`${adminUrl}/admin/state`)
+    const res = await fetch(`${adminUrl}/admin/state`, { headers })
     left = residue(await res.json())
     if (left.length === 0 || Date.now() > until) return left
     await sleep(100)

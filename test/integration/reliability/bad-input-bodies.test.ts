@@ -23,7 +23,7 @@ import {
 } from './bad-input-arbitraries.js'
 import { type FuzzStack, GOOD_KEY, startFuzzStack } from './fuzz-stack.js'
 
-/** Cases per property x FC_SCALE (default 1: about 6,800 cases in this file). */
+/** Cases per property x FC_SCALE (default 1: 7,200 cases in this file). */
 const N = Number(process.env.FC_SCALE ?? 1)
 
 describe('bad input: request bodies (property-based)', { timeout: 120_000 }, () => {
@@ -58,7 +58,7 @@ describe('bad input: request bodies (property-based)', { timeout: 120_000 }, () 
         const isObject = typeof v === 'object' && v !== null && !Array.isArray(v)
         checkAnswer(a, `${url} ${payload}`, { mustRefuse: !isObject })
       }),
-      runs('any-json', 1500 * N),
+      runs('any-json', 2000 * N),
     )
   })
 
@@ -92,7 +92,7 @@ describe('bad input: request bodies (property-based)', { timeout: 120_000 }, () 
         expect(code).toBe('GW_ERR_INVALID_PARAM')
         expect((JSON.parse(a.body) as { error: { param: string } }).error.param).toBe(name)
       }),
-      runs('bad-count', 800 * N),
+      runs('bad-count', 1000 * N),
     )
   })
 
@@ -117,7 +117,7 @@ describe('bad input: request bodies (property-based)', { timeout: 120_000 }, () 
         const a = await send(url, payload)
         checkAnswer(a, `${url} ${payload.toString('hex')}`)
       }),
-      runs('invalid-utf8', 300 * N),
+      runs('invalid-utf8', 500 * N),
     )
   })
 
