@@ -6,7 +6,7 @@
  * the real listener (`url`) where HTTP framing matters.
  */
 import { createHash } from 'node:crypto'
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { configSchema } from '../../../src/config/schema.js'
@@ -30,7 +30,12 @@ export interface FuzzStack {
 }
 
 /** A model server that answers anything: a completion (or its stream) with usage, or `{}`. */
-async function startAnswerer(): Promise<{ server: Server; url: string; count: () => number }> {
+/** Answers a request itself (true) or leaves it to the default answer (false). */
+export type Override = (req: IncomingMessage, res: ServerResponse, body: string) => boolean
+
+async function startAnswerer(
+  override?: Override,
+): Promise<{ server: Server; url: string; count: () => number }> {
   let n = 0
   let running = 0
   const server = createServer((req, res) => {
@@ -44,6 +49,7 @@ async function startAnswerer(): Promise<{ server: Server; url: string; count: ()
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
+      if (override?.(req, res, Buffer.concat(chunks).toString()) === true) return
       let stream = false
       try {
         stream = (JSON.parse(Buffer.concat(chunks).toString()) as { stream?: unknown }).stream === true
@@ -78,8 +84,10 @@ async function startAnswerer(): Promise<{ server: Server; url: string; count: ()
  * Two tenants with keys (acme: interactive only, with limits; other: any class), and
  * `anonymous` when asked (so bodies without a key reach parse and admission).
  */
-export async function startFuzzStack(opts: { anonymous?: boolean; raw?: Record<string, unknown> } = {}) {
-  const up = await startAnswerer()
+export async function startFuzzStack(
+  opts: { anonymous?: boolean; raw?: Record<string, unknown>; level?: string; override?: Override } = {},
+) {
+  const up = await startAnswerer(opts.override)
   const config = configSchema.parse({
     ...opts.raw,
     server: {
@@ -89,7 +97,7 @@ export async function startFuzzStack(opts: { anonymous?: boolean; raw?: Record<s
       admin_host: '127.0.0.1',
       ...(opts.raw?.server as object),
     },
-    log: { level: 'info' },
+    log: { level: opts.level ?? 'info' },
     auth: opts.anonymous === true ? { anonymous: 'anon' } : {},
     tenants: [
       {
@@ -115,7 +123,7 @@ export async function startFuzzStack(opts: { anonymous?: boolean; raw?: Record<s
       cb()
     },
   })
-  const runtime = await createRuntime(config, createLogger('info', sink))
+  const runtime = await createRuntime(config, createLogger(opts.level ?? 'info', sink))
   const { app, admin } = runtime.apps
   await app.listen({ port: 0, host: '127.0.0.1' })
   await admin.listen({ port: 0, host: '127.0.0.1' })
