@@ -2,12 +2,13 @@
  * A wave of streamed chat completions through a gateway, each classified by how it ended
  * as the client saw it: `complete` (the stream ended with [DONE]), `error-event` (it ended
  * with the gateway's final error event), `status N` (refused or failed before streaming),
+ * `refused` (no listener took the connection),
  * `cut` (the connection ended with neither: what must never happen), or `timeout` (no
  * end within the client's own timeout: what must never happen either).
  */
 import { Agent, request } from 'undici'
 
-export type Ending = 'complete' | 'error-event' | 'cut' | 'timeout' | `status ${number}`
+export type Ending = 'complete' | 'error-event' | 'cut' | 'refused' | 'timeout' | `status ${number}`
 
 const agent = new Agent({ connections: 2_048, headersTimeout: 0, bodyTimeout: 0 })
 
@@ -43,8 +44,10 @@ export async function streamOnce(
     // the gateway's final error event names its code (docs/errors.md, a stream that breaks)
     if (text.includes('"code":"GW_ERR_')) return 'error-event'
     return text.includes('data: [DONE]') ? 'complete' : 'cut'
-  } catch {
-    return signal.aborted ? 'timeout' : 'cut'
+  } catch (err) {
+    if (signal.aborted) return 'timeout'
+    // no listener (the gateway closed it, or is gone): the request was never accepted
+    return (err as { code?: string }).code === 'ECONNREFUSED' ? 'refused' : 'cut'
   }
 }
 
