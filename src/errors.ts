@@ -230,6 +230,14 @@ export const ERRORS = {
     retryable: true,
     rejectReason: 'queue_full',
   },
+  GW_ERR_OVERLOADED: {
+    status: 503,
+    type: 'service_unavailable_error',
+    message: 'The gateway is overloaded (its event loop is {lagMs} ms behind); retry later.',
+    outcome: 'rejected',
+    retryable: true,
+    rejectReason: 'overloaded',
+  },
   GW_ERR_QUEUE_TIMEOUT: {
     status: 503,
     type: 'service_unavailable_error',

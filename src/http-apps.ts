@@ -22,6 +22,7 @@ import type { GatewayConfig } from './config/schema.js'
 import { GatewayError } from './errors.js'
 import type { ExchangeObserver } from './exchange.js'
 import { TokenEstimator } from './openai/token-estimator.js'
+import { installOverloadGuard } from './overload-guard.js'
 import { Accounting, type RequestRecorder } from './proxy/account.js'
 import { requestId, routeHandlers } from './proxy/handlers.js'
 import { listModels } from './proxy/models.js'
@@ -127,6 +128,8 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
   })
   const handlers = routeHandlers(pipeline)
+  const guard = installOverloadGuard(app, pipeline, config.server.shed_event_loop_delay_ms)
+  app.addHook('onClose', async () => guard.close())
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const r = pipeline.begin(request, reply, 'json')
@@ -179,6 +182,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     state: async () => ({
       draining: pipeline.draining,
       inflight: pipeline.inFlight,
+      eventLoopLagMs: Math.round(guard.lagMs()),
       backends: deps.backends.state(),
       admission: deps.admission?.state(),
       ...Object.fromEntries(

@@ -29,6 +29,7 @@ export const DEFAULTS = {
   clientHeadersTimeoutMs: 10_000,
   clientRequestTimeoutMs: 60_000,
   maxConnections: 16_384,
+  shedEventLoopDelayMs: 2_000,
   connectTimeoutMs: 5_000,
   headersTimeoutMs: 300_000,
   bodyTimeoutMs: 300_000,
@@ -61,6 +62,11 @@ const serverSchema = z.strictObject({
   request_timeout_ms: positiveInt.default(DEFAULTS.clientRequestTimeoutMs),
   /** Most client connections open at once on the public listener; more are closed on accept. */
   max_connections: positiveInt.default(DEFAULTS.maxConnections),
+  /**
+   * While the event loop runs this far behind (the process cannot keep up with what arrives),
+   * new requests get 503 `overloaded` at once, before their bodies are read. 0: never.
+   */
+  shed_event_loop_delay_ms: nonNegativeInt.default(DEFAULTS.shedEventLoopDelayMs),
   /**
    * SHA-256 hex of a bearer token the admin listener asks for on /metrics and /admin/state
    * (`slo-gateway hash-key TOKEN` prints it); /healthz and /readyz stay open for probes. Unset: no token.
