@@ -78,7 +78,9 @@ async function main(): Promise<void> {
           model: 'meta-llama/Llama-3.1-8B-Instruct',
           stream: !batch,
           max_tokens: 16 + Math.floor(rand() * 112),
-          messages: [{ role: 'user', content: `${rand()} ${'lorem '.repeat(20 + Math.floor(rand() * 600))}` }],
+          messages: [
+            { role: 'user', content: `${rand()} ${'lorem '.repeat(20 + Math.floor(rand() * 600))}` },
+          ],
         }),
       })
       await res.body.text()
@@ -103,7 +105,9 @@ async function main(): Promise<void> {
       requests: metric(m, 'slo_gateway_requests_total'),
     })
     const s = samples.at(-1) as Sample
-    log(`${s.atS} s: rss ${s.rssMb} MB, heap ${s.heapMb} MB, lag p99 ${s.lagP99Ms} ms, handles ${s.handles}, requests ${s.requests}`)
+    log(
+      `${s.atS} s: rss ${s.rssMb} MB, heap ${s.heapMb} MB, lag p99 ${s.lagP99Ms} ms, handles ${s.handles}, requests ${s.requests}`,
+    )
   }
   const sampler = setInterval(() => void sample(), sampleMs)
   const inflight = new Set<Promise<void>>()
@@ -158,7 +162,10 @@ function report(samples: Sample[], outcomes: Record<string, number>, inflightAft
     '',
     '| t (s) | RSS (MB) | heap (MB) | lag p99 (ms) | handles | fds | requests counted |',
     '|---|---|---|---|---|---|---|',
-    ...samples.map((s) => `| ${s.atS} | ${s.rssMb} | ${s.heapMb} | ${s.lagP99Ms} | ${s.handles} | ${s.fds} | ${s.requests} |`),
+    ...samples.map(
+      (s) =>
+        `| ${s.atS} | ${s.rssMb} | ${s.heapMb} | ${s.lagP99Ms} | ${s.handles} | ${s.fds} | ${s.requests} |`,
+    ),
     '',
   ]
   return lines.join('\n')
