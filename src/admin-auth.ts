@@ -1,5 +1,6 @@
 /**
- * The admin listener's bearer token (server.admin_token). When one is set, every admin
+ * The admin listener's bearer token (server.admin_token, or its SHA-256 as
+ * server.admin_token_sha256, so the secret need not sit in the file). When one is set, every admin
  * route needs `Authorization: Bearer <token>` except the probes (/healthz, /readyz) and
  * the paths the caller names public (the dashboard's page and its static files, which
  * hold no data). A missing or wrong token gets 401 GW_ERR_ADMIN_UNAUTHORIZED. Tokens are
@@ -21,8 +22,17 @@ export function bearerMatches(header: string | undefined, want: Buffer): boolean
   return m !== null && timingSafeEqual(digest(m[1]!), want)
 }
 
-export function protectAdmin(admin: FastifyInstance, token: string, publicPaths: Iterable<string>): void {
-  const want = digest(token)
+/** The digest admin requests must match: of server.admin_token, or server.admin_token_sha256; undefined: open. */
+export function adminTokenDigest(server: {
+  readonly admin_token?: string | undefined
+  readonly admin_token_sha256?: string | undefined
+}): Buffer | undefined {
+  if (server.admin_token !== undefined) return digest(server.admin_token)
+  if (server.admin_token_sha256 !== undefined) return Buffer.from(server.admin_token_sha256, 'hex')
+  return undefined
+}
+
+export function protectAdmin(admin: FastifyInstance, want: Buffer, publicPaths: Iterable<string>): void {
   const open = new Set([...PROBES, ...publicPaths])
   const refusal = new GatewayError('GW_ERR_ADMIN_UNAUTHORIZED', {})
   const headers = errorHeaders(refusal)

@@ -1,5 +1,6 @@
 /**
  * The admin listener's routes (not for tenants): /healthz, /readyz, /metrics, /admin/state.
+ * The admin token, when set, guards them all but the probes (admin-auth.ts).
  */
 import type { FastifyInstance } from 'fastify'
 import type { Registry } from 'prom-client'

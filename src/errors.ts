@@ -54,6 +54,13 @@ export const ERRORS = {
     outcome: 'invalid',
     retryable: false,
   },
+  GW_ERR_INVALID_PARAM: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: "Invalid '{param}': {reason}.",
+    outcome: 'invalid',
+    retryable: false,
+  },
   GW_ERR_EMPTY_BODY: {
     status: 400,
     type: 'invalid_request_error',
@@ -74,6 +81,28 @@ export const ERRORS = {
     message: 'The request body is larger than the limit of {limit} bytes.',
     outcome: 'invalid',
     retryable: false,
+  },
+  GW_ERR_MALFORMED_REQUEST: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: 'The request is not valid HTTP/1.1: {reason}.',
+    outcome: 'invalid',
+    retryable: false,
+  },
+  GW_ERR_HEADERS_TOO_LARGE: {
+    status: 431,
+    type: 'invalid_request_error',
+    message: 'The request headers are larger than the limit of {limit} bytes.',
+    outcome: 'invalid',
+    retryable: false,
+  },
+  GW_ERR_REQUEST_TIMEOUT: {
+    status: 408,
+    type: 'timeout_error',
+    message:
+      'The request was not received in time: its headers are due within {headersMs} ms, all of it within {requestMs} ms.',
+    outcome: 'invalid',
+    retryable: true,
   },
   GW_ERR_ROUTE_NOT_FOUND: {
     status: 404,
@@ -208,6 +237,14 @@ export const ERRORS = {
     outcome: 'rejected',
     retryable: true,
     rejectReason: 'queue_full',
+  },
+  GW_ERR_OVERLOADED: {
+    status: 503,
+    type: 'service_unavailable_error',
+    message: 'The gateway is overloaded (its event loop is {lagMs} ms behind); retry later.',
+    outcome: 'rejected',
+    retryable: true,
+    rejectReason: 'overloaded',
   },
   GW_ERR_QUEUE_TIMEOUT: {
     status: 503,

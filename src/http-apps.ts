@@ -14,15 +14,17 @@ import Fastify, {
 } from 'fastify'
 import type { Registry } from 'prom-client'
 import { registerAdminRoutes } from './admin.js'
-import { protectAdmin } from './admin-auth.js'
+import { adminTokenDigest, protectAdmin } from './admin-auth.js'
 import { type AdmissionControl, PassThrough } from './admission/index.js'
 import type { Backends } from './backends/types.js'
+import { clientErrorHandler } from './client-errors.js'
 import type { Clock } from './clock.js'
 import type { GatewayConfig } from './config/schema.js'
 import { DASHBOARD_PUBLIC_PATHS, dashboardData, registerDashboard } from './dashboard/index.js'
 import { GatewayError } from './errors.js'
 import type { ExchangeObserver } from './exchange.js'
 import { TokenEstimator } from './openai/token-estimator.js'
+import { installOverloadGuard } from './overload-guard.js'
 import { Accounting, type RequestRecorder } from './proxy/account.js'
 import { requestId, routeHandlers } from './proxy/handlers.js'
 import { listModels } from './proxy/models.js'
@@ -96,6 +98,10 @@ function parseError(err: FastifyError, limit: number): GatewayError | undefined 
 
 export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApps {
   const limit = config.server.body_limit_bytes
+  // slowloris: the headers, then the whole request, must arrive in time (Node checks every
+  // connection each connectionsCheckingInterval); a response may stream for longer
+  const requestMs = config.server.request_timeout_ms
+  const headersMs = Math.min(config.server.headers_timeout_ms, requestMs)
   const app = Fastify({
     loggerInstance: deps.logger,
     // one log line per request comes from the accounting stage instead
@@ -104,7 +110,15 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     genReqId: (req) => requestId(req.headers['x-request-id']),
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    requestTimeout: requestMs,
+    http: {
+      headersTimeout: headersMs,
+      requestTimeout: requestMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4))),
+    },
+    clientErrorHandler: clientErrorHandler(deps.logger, { headersMs, requestMs }),
   })
+  app.server.maxConnections = config.server.max_connections
   const tokens = deps.tokens ?? new TokenEstimator()
   const limiter = deps.limiter ?? tenantLimiter(config.limits, { clock: deps.clock, logger: deps.logger })
   if (deps.limiter === undefined) app.addHook('onClose', () => limiter.close())
@@ -122,6 +136,8 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
   })
   const handlers = routeHandlers(pipeline)
+  const guard = installOverloadGuard(app, pipeline, config.server.shed_event_loop_delay_ms)
+  app.addHook('onClose', async () => guard.close())
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const r = pipeline.begin(request, reply, 'json')
@@ -166,7 +182,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
   })
-  const token = config.server.admin_token
+  const token = adminTokenDigest(config.server)
   if (token !== undefined) protectAdmin(admin, token, DASHBOARD_PUBLIC_PATHS)
   registerDashboard(admin, {
     tokenRequired: token !== undefined,
@@ -188,6 +204,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     state: async () => ({
       draining: pipeline.draining,
       inflight: pipeline.inFlight,
+      eventLoopLagMs: Math.round(guard.lagMs()),
       backends: deps.backends.state(),
       admission: deps.admission?.state(),
       ...Object.fromEntries(

@@ -31,7 +31,14 @@ export interface FallbackStep {
 }
 
 export function structuralFindings(
-  server: { readonly port: number; readonly admin_port: number } | undefined,
+  server:
+    | {
+        readonly port: number
+        readonly admin_port: number
+        readonly admin_token?: string | undefined
+        readonly admin_token_sha256?: string | undefined
+      }
+    | undefined,
   pools: readonly (PoolLike | undefined)[],
 ): Finding[] {
   const out: Finding[] = []
@@ -59,6 +66,11 @@ export function structuralFindings(
   })
   if (server !== undefined && server.port !== 0 && server.port === server.admin_port)
     out.push({ path: ['server', 'admin_port'], message: `must differ from server.port (${server.port})` })
+  if (server?.admin_token !== undefined && server.admin_token_sha256 !== undefined)
+    out.push({
+      path: ['server', 'admin_token_sha256'],
+      message: 'set either admin_token or admin_token_sha256 (its digest), not both',
+    })
   return out
 }
 

@@ -27,6 +27,10 @@ export const DEFAULTS = {
   adminHost: '127.0.0.1',
   bodyLimitBytes: 8 * 1024 * 1024,
   shutdownGraceMs: 30_000,
+  clientHeadersTimeoutMs: 10_000,
+  clientRequestTimeoutMs: 60_000,
+  maxConnections: 16_384,
+  shedEventLoopDelayMs: 2_000,
   connectTimeoutMs: 5_000,
   headersTimeoutMs: 300_000,
   bodyTimeoutMs: 300_000,
@@ -59,6 +63,29 @@ const serverSchema = z.strictObject({
   body_limit_bytes: positiveInt.default(DEFAULTS.bodyLimitBytes),
   /** How long in-flight requests may run after SIGTERM before the process exits anyway. */
   shutdown_grace_ms: nonNegativeInt.default(DEFAULTS.shutdownGraceMs),
+  /** A client has this long to send a request's headers (slowloris), else 408 and the connection closes. */
+  headers_timeout_ms: positiveInt.default(DEFAULTS.clientHeadersTimeoutMs),
+  /** A client has this long to send a whole request, headers and body (a slow body), else 408. */
+  request_timeout_ms: positiveInt.default(DEFAULTS.clientRequestTimeoutMs),
+  /** Most client connections open at once on the public listener; more are closed on accept. */
+  max_connections: positiveInt.default(DEFAULTS.maxConnections),
+  /**
+   * While the event loop runs this far behind (the process cannot keep up with what arrives),
+   * new requests get 503 `overloaded` at once, before their bodies are read. 0: never.
+   */
+  shed_event_loop_delay_ms: nonNegativeInt.default(DEFAULTS.shedEventLoopDelayMs),
+  /**
+   * SHA-256 hex of a bearer token the admin listener asks for on /metrics and /admin/state
+   * (`slo-gateway hash-key TOKEN` prints it); /healthz and /readyz stay open for probes. Unset: no token.
+   */
+  admin_token_sha256: z
+    .string()
+    .regex(
+      /^[0-9a-fA-F]{64}$/,
+      'expected the SHA-256 hex digest of the token (64 hex characters; `slo-gateway hash-key TOKEN` prints it)',
+    )
+    .transform((h) => h.toLowerCase())
+    .optional(),
 })
 
 const logSchema = z.strictObject({

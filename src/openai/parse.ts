@@ -8,6 +8,7 @@
  * generation asks the server for a usage chunk (removed again when the client did not ask
  * for it) so tokens are accounted exactly. Generation routes (chat, completions and the
  * Responses API) are admission-controlled; other JSON routes (embeddings) only get a lease.
+ * The body's nesting and the fields the gateway reads are checked first (body-checks.ts).
  * Other /v1/* routes go, unread, to the first pool that serves every model.
  */
 import { upstreamModel } from '../backends/index.js'
@@ -15,6 +16,7 @@ import { GatewayError } from '../errors.js'
 import type { Stage, StageDeps } from '../gateway-request.js'
 import { isRecord } from '../is-record.js'
 import type { GenerationApi } from '../ticket.js'
+import { checkBody } from './body-checks.js'
 import { promptSize, readFields, requestStreamUsage } from './request-fields.js'
 
 /** The routes admission governs, and their API. */
@@ -48,6 +50,8 @@ export function parseStage(deps: StageDeps): Stage {
       const reason = Array.isArray(body) ? 'got a JSON array' : `got ${body === null ? 'null' : typeof body}`
       return new GatewayError('GW_ERR_INVALID_BODY', { reason })
     }
+    const bad = checkBody(body)
+    if (bad !== undefined) return bad
     r.body = body
     const fields = readFields(body)
     t.model = fields.model

@@ -57,6 +57,22 @@ describe('loadConfig', () => {
     expect(msg).not.toContain('short-secret')
   })
 
+  it('takes the admin token or its digest, not both', () => {
+    const digest = 'ab'.repeat(32)
+    expect(
+      loadConfig(undefined, { sets: [`server.admin_token_sha256=${digest}`] }).config.server
+        .admin_token_sha256,
+    ).toBe(digest)
+    const msg = problems(() =>
+      loadConfig(
+        undefined,
+        { sets: [`server.admin_token_sha256=${digest}`] },
+        { SLO_GATEWAY_ADMIN_TOKEN: 'a-long-enough-admin-token' },
+      ),
+    ).join('\n')
+    expect(msg).toContain('set either admin_token or admin_token_sha256')
+  })
+
   it('turns --upstream (or SLO_GATEWAY_UPSTREAM) into one default pool and turns the simulator off', () => {
     const a = loadConfig(undefined, { upstreams: ['http://h1:8000', 'http://h2:8000'] }).config
     expect(a.simulator.enabled).toBe(false)
@@ -84,7 +100,7 @@ describe('loadConfig', () => {
       /--set server.port: expected path=value/,
     )
     expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toBe(
-      "--set server.nope=1: server: unknown key 'nope' (server takes: host, port, admin_host, admin_port, admin_token, body_limit_bytes, shutdown_grace_ms)",
+      "--set server.nope=1: server: unknown key 'nope' (server takes: host, port, admin_host, admin_port, admin_token, body_limit_bytes, shutdown_grace_ms, headers_timeout_ms, request_timeout_ms, max_connections, shed_event_loop_delay_ms, admin_token_sha256)",
     )
     expect(problems(() => loadConfig('/nonexistent.yaml'))[0]).toMatch(
       /nonexistent.yaml: cannot read the file \(ENOENT\)/,
