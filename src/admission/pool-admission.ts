@@ -264,7 +264,7 @@ export class PoolAdmission {
   /** A gap between two tokens of a stream from `endpoint` (the decode guard's input, and its step time's). */
   observeGap(endpoint: Endpoint, gapMs: number, now: number): void {
     const window = this.gates.observeGap(endpoint.name, gapMs, now)
-    if (window !== undefined) endpoint.facts?.observeStepWindow(window)
+    if (window !== undefined) endpoint.facts?.observeStepWindow(window.meanMs, window.gaps)
   }
 
   private start(w: Waiting, lease: Lease, queuedMs: number): AdmittedLease {
@@ -350,7 +350,11 @@ export class PoolAdmission {
       // the prompt tokens its prefill met there (pending, its own to compute as the server
       // counted them, those sent after it that may have shared its step): the prefill rate
       const pending = (w.serverFeatures[1] ?? 0) - (w.computeTokens ?? 0)
-      w.facts?.observePrefill(pending + prompt + w.joinedTokens, t.firstTokenAt - t.dispatchedAt)
+      w.facts?.observePrefill(
+        pending + prompt + w.joinedTokens,
+        t.firstTokenAt - t.dispatchedAt,
+        pending === 0 && w.joinedTokens === 0,
+      )
       const ttftMs = t.firstTokenAt - t.arrivedAt
       if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, ttftMs)
       // the margin learns from requests admitted on their prediction (not from probes),
