@@ -61,7 +61,9 @@ export function setupSection(report: Report, f: SetupFacts): void {
       "real-time workload, slowed down. The estimator's priors and the prefill budget are not configured: the gateway",
       'learns them from the engine (engine facts), and what it learns from the time-scaled engine comes out scaled',
       `by itself. Until then it runs on the shipped priors (step ${g.admission.estimator.step_ms} ms, ${fmt(g.admission.estimator.prefill_tokens_per_s, 0)} prefill tokens/s) in wall`,
-      `time, ${scale}× too fast in model time: the cold start is harder than on a real server. What it learned is`,
+      scale === 1
+        ? 'time, which is model time at scale 1. What it learned is'
+        : `time, ${scale}× too fast in model time: the cold start is harder than on a real server. What it learned is`,
       "under each workload's *Engine facts learned*, from /admin/state.",
       '',
       '**All latencies and rates in this report are in model time** (wall ÷ scale): they read as a real',
