@@ -33,7 +33,11 @@
  *   machine), and the pair holds both.
  * - `stepTokens`, the most prompt tokens one step computes (vLLM's max_num_batched_tokens):
  *   `capacity.max_num_batched_tokens`, else the engine's default, raised to the largest step
- *   the engine's iteration-tokens histogram shows (an engine never steps past its budget).
+ *   the engine's iteration-tokens histogram shows (an engine never steps past its budget);
+ *   lowered to the histogram's step ceiling when a prompt longer than it was computed alone
+ *   there (its prefill needed more than one step, so the budget is at most the ceiling; the
+ *   histogram's buckets are powers of two, so this is the budget rounded up to one). Without
+ *   such a prompt an engine run with a budget under the default is over-estimated.
  * - `kvCapacityTokens`, `blockSize`: cache_config_info (or `capacity.kv_tokens`).
  * - `maxNumSeqs`: `capacity.max_num_seqs` (vLLM does not export it).
  */
@@ -138,6 +142,9 @@ export class EngineFacts implements EngineFactsView {
   private rateCache: number | null | undefined = undefined
   private readonly windows: { readonly meanMs: number; readonly gaps: number }[] = []
   private load: BackendLoad | undefined = undefined
+  private scrapes = 0
+  /** The longest prompt computed alone here, and the scrape count when its first token came. */
+  private longestLone = { tokens: 0, atScrape: 0 }
 
   constructor(opts: EngineFactsOptions) {
     this.opts = opts
@@ -146,6 +153,7 @@ export class EngineFacts implements EngineFactsView {
   /** A scrape landed: what the engine's metrics say. */
   scraped(load: BackendLoad): void {
     this.load = load
+    this.scrapes++
   }
 
   /**
@@ -156,6 +164,7 @@ export class EngineFacts implements EngineFactsView {
   observePrefill(tokens: number, serverMs: number, alone = false): void {
     if (!(tokens > 0) || !(serverMs >= 0)) return
     this.samples.push({ x: tokens, y: serverMs, alone })
+    if (alone && tokens > this.longestLone.tokens) this.longestLone = { tokens, atScrape: this.scrapes }
     if (this.samples.length > PREFILL_RING) this.samples.shift()
     this.count++
     this.rateCache = undefined
@@ -195,6 +204,16 @@ export class EngineFacts implements EngineFactsView {
     const prior = DEFAULT_STEP_TOKENS[this.opts.engine]
     const seen = this.load?.largestStepTokens
     if (seen !== undefined && seen > prior) return { value: seen, source: 'engine_metric' }
+    // two scrapes after its first token: the histogram holds its prefill's steps
+    const ceiling = this.load?.stepCeilingTokens
+    const lone = this.longestLone
+    if (
+      ceiling !== undefined &&
+      ceiling < prior &&
+      lone.tokens > ceiling &&
+      this.scrapes >= lone.atScrape + 2
+    )
+      return { value: ceiling, source: 'engine_metric' }
     return { value: prior, source: 'default_prior' }
   }
 

@@ -152,6 +152,7 @@ describe('EngineFacts: the engine-metric path (vLLM V1 histograms)', () => {
       promptTokensSum: 360_000,
       prefixCacheHitsTotal: 40_000,
       largestStepTokens: 16_384,
+      stepCeilingTokens: 16_384,
       blockSize: 16,
     })
     const f = facts({ stepMs: { value: 10, source: 'config' } })
@@ -176,6 +177,48 @@ describe('EngineFacts: the engine-metric path (vLLM V1 histograms)', () => {
     // prompt-token and prefill-time counts of different requests: not read
     const skew = text.replace(/(vllm:request_prompt_tokens_count\{engine="0"[^}]*\}) [\d.]+/, '$1 119.0')
     expect(parsed(skew).prefillSecondsSum).toBeUndefined()
+  })
+
+  describe('a step budget under the default (--max-num-batched-tokens 2048)', () => {
+    /** A vLLM exposition whose steps never passed 2,048 tokens; `past`: steps past the last finite bucket. */
+    const steps = (past = 0) =>
+      [
+        'vllm:num_requests_running{engine="0",model_name="m"} 0.0',
+        'vllm:num_requests_waiting{engine="0",model_name="m"} 0.0',
+        ...[512, 1024, 2048, 4096, 8192, 16384].map(
+          (le) =>
+            `vllm:iteration_tokens_total_bucket{engine="0",le="${le}.0",model_name="m"} ${le <= 1024 ? 10 : 14}.0`,
+        ),
+        `vllm:iteration_tokens_total_bucket{engine="0",le="+Inf",model_name="m"} ${14 + past}.0`,
+      ].join('\n')
+
+    it('is read as the ceiling once a longer prompt was computed alone and two scrapes followed', () => {
+      const f = facts()
+      f.scraped(parsed(steps()))
+      expect(f.stepTokens()).toEqual({ value: 8192, source: 'default_prior' }) // no evidence yet
+      f.observePrefill(3_000, 90, true) // a 3,000-token prompt alone: more than one step of ≤ 2,048
+      f.scraped(parsed(steps()))
+      expect(f.stepTokens().source).toBe('default_prior') // this scrape may predate its steps
+      f.scraped(parsed(steps()))
+      expect(f.stepTokens()).toEqual({ value: 2048, source: 'engine_metric' })
+    })
+
+    it('is not lowered by a prompt that met others, one that fits the ceiling, or steps past the buckets', () => {
+      const f = facts()
+      f.observePrefill(3_000, 90, false)
+      f.observePrefill(1_500, 50, true)
+      for (let i = 0; i < 3; i++) f.scraped(parsed(steps()))
+      expect(f.stepTokens().source).toBe('default_prior')
+      f.observePrefill(3_000, 90, true)
+      for (let i = 0; i < 3; i++) f.scraped(parsed(steps(1)))
+      expect(parsed(steps(1)).stepCeilingTokens).toBeUndefined()
+      expect(f.stepTokens().source).toBe('default_prior')
+      // a configured budget wins
+      const c = facts({ stepTokens: 8192 })
+      c.observePrefill(3_000, 90, true)
+      for (let i = 0; i < 3; i++) c.scraped(parsed(steps()))
+      expect(c.stepTokens()).toEqual({ value: 8192, source: 'config' })
+    })
   })
 
   it("learns the simulator's engine from its own vLLM /metrics, within 2% of the profile", () => {
