@@ -9,6 +9,10 @@
  * admission's dispatcher runs (as the gateway runs it after each I/O phase), then each idle
  * engine with work begins its next step, as the simulator's EngineLoop does.
  *
+ * Each replica's engine facts (prefill rate, step time) are learned during the run, from the
+ * same observations a real endpoint's are (virtual-endpoint.ts): the run starts from the
+ * estimator's priors, as a gateway just started does.
+ *
  * What it approximates (docs/contract.md): the network and the gateway's own CPU take no
  * time; a scrape reads the engine instantly; the gateway's prompt-token estimate is exact;
  * prompts share no prefix (no prefix-cache hits); conversations' history is not replayed.
@@ -16,6 +20,7 @@
 import { Admission } from '../../admission/admission.js'
 import { type HeapNode, IndexedMinHeap } from '../../admission/min-heap.js'
 import { Waiting } from '../../admission/pool-admission.js'
+import { priorsFrom } from '../../backends/engine-facts.js'
 import type { Backends, Lease } from '../../backends/types.js'
 import type { GatewayConfig, PoolConfig } from '../../config/schema.js'
 import { GatewayError } from '../../errors.js'
@@ -90,9 +95,10 @@ export function runVirtual(spec: RunSpec): RunResult {
 function run(spec: RunSpec): RunResult {
   const started = performance.now()
   const clock = new VirtualClock()
+  const priors = priorsFrom(spec.config.admission)
   const eps = Array.from(
     { length: spec.replicas },
-    (_, i) => new VirtualEndpoint(`${spec.pool.name}-${i}`, spec.profile, spec.pool, clock),
+    (_, i) => new VirtualEndpoint(`${spec.pool.name}-${i}`, spec.profile, spec.pool, clock, priors),
   )
   const pool = new VirtualPool(spec.pool, eps)
   const backends: Backends = {
@@ -256,7 +262,8 @@ function run(spec: RunSpec): RunResult {
   for (const r of inflight) outcomes.push({ ...base(r), status: 'failed', reason: 'cut' })
   admission?.close()
   const cpuMs = performance.now() - started
-  return summarizeOutcomes(outcomes, spec.ratePerS, spec.durationMs, cpuMs, spec.sloClass)
+  const summary = summarizeOutcomes(outcomes, spec.ratePerS, spec.durationMs, cpuMs, spec.sloClass)
+  return admission === undefined ? summary : { ...summary, engineFacts: eps.map((ep) => ep.facts.state()) }
 }
 
 interface Deadline extends HeapNode {
