@@ -116,6 +116,8 @@ export class EngineFacts implements EngineFactsView {
   private sxx = 0
   private sxy = 0
   private readonly windows: number[] = []
+  /** The quantile of `windows`, kept until the next window (stepMs() is read on every dispatch). */
+  private step: number | undefined = undefined
   private load: BackendLoad | undefined = undefined
 
   constructor(opts: EngineFactsOptions) {
@@ -146,6 +148,7 @@ export class EngineFacts implements EngineFactsView {
     if (!(meanMs > 0)) return
     this.windows.push(meanMs)
     if (this.windows.length > RING) this.windows.shift()
+    this.step = undefined
   }
 
   prefillTokensPerS(): Fact {
@@ -159,8 +162,11 @@ export class EngineFacts implements EngineFactsView {
 
   stepMs(): Fact {
     if (this.opts.stepMs.source === 'config' || this.windows.length < MIN_WINDOWS) return this.opts.stepMs
-    const sorted = this.windows.slice().sort((a, b) => a - b)
-    return { value: sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0, source: 'measured' }
+    if (this.step === undefined) {
+      const sorted = this.windows.slice().sort((a, b) => a - b)
+      this.step = sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0
+    }
+    return { value: this.step, source: 'measured' }
   }
 
   stepTokens(): Fact {
