@@ -3,7 +3,21 @@
  * scores tie (within a relative 1e-9) take turns, round robin per picker, so idle endpoints
  * share a burst instead of the first in the list taking it all. Infinity everywhere: none.
  */
-import type { EndpointScorer, EndpointView } from './types.js'
+import type { EndpointScorer, EndpointView, Lease } from './types.js'
+
+/** What a pool's endpoint offers the picker: whether it may take a request, its view, a lease. */
+export interface Pickable {
+  usable(): boolean
+  view(): EndpointView
+  acquire(tokens: number): Lease
+}
+
+/** The views of the usable endpoints. */
+export function usableViews(endpoints: readonly Pickable[]): EndpointView[] {
+  const out: EndpointView[] = []
+  for (const ep of endpoints) if (ep.usable()) out.push(ep.view())
+  return out
+}
 
 const TIE = 1e-9
 
@@ -18,6 +32,29 @@ export class Picker {
 
   setScorer(scorer: EndpointScorer): void {
     this.scorer = scorer
+  }
+
+  /**
+   * A lease on the endpoint picked among the usable ones that `accept` takes (a pool's
+   * acquire); undefined when none may take the request.
+   */
+  acquire(
+    endpoints: readonly Pickable[],
+    tokens: number,
+    accept?: (view: EndpointView) => boolean,
+  ): Lease | undefined {
+    const candidates: Pickable[] = []
+    const views: EndpointView[] = []
+    for (const ep of endpoints) {
+      if (!ep.usable()) continue
+      const view = ep.view()
+      if (accept !== undefined && !accept(view)) continue
+      candidates.push(ep)
+      views.push(view)
+    }
+    if (candidates.length === 0) return undefined
+    const chosen = this.pick(views, tokens)
+    return chosen < 0 ? undefined : candidates[chosen]!.acquire(tokens)
   }
 
   /** Index of the chosen view, or -1 when none may take the request. */

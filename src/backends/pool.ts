@@ -13,7 +13,7 @@ import type { GatewayConfig, PoolConfig } from '../config/schema.js'
 import { DnsDiscovery, type Resolver } from './discovery.js'
 import { type BackendsLogger, PoolEndpoint } from './endpoint.js'
 import type { EstimatorPriorFacts } from './engine-facts.js'
-import type { Picker } from './picker.js'
+import { type Picker, usableViews } from './picker.js'
 import type { BackendPool, Endpoint, EndpointView, Lease, MetricAdapter } from './types.js'
 
 export interface PoolDeps {
@@ -106,24 +106,11 @@ export class EndpointPool implements BackendPool {
   }
 
   acquire(tokens: number, accept?: (view: EndpointView) => boolean): Lease | undefined {
-    const candidates: PoolEndpoint[] = []
-    const views: EndpointView[] = []
-    for (const ep of this.active) {
-      if (!ep.usable()) continue
-      const view = ep.view()
-      if (accept !== undefined && !accept(view)) continue
-      candidates.push(ep)
-      views.push(view)
-    }
-    if (candidates.length === 0) return undefined
-    const chosen = this.deps.picker.pick(views, tokens)
-    return chosen < 0 ? undefined : candidates[chosen]!.acquire(tokens)
+    return this.deps.picker.acquire(this.active, tokens, accept)
   }
 
   views(): EndpointView[] {
-    const out: EndpointView[] = []
-    for (const ep of this.active) if (ep.usable()) out.push(ep.view())
-    return out
+    return usableViews(this.active)
   }
 
   /** Usable endpoints now. */
