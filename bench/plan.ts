@@ -31,7 +31,7 @@ import { stringify } from 'yaml'
 import { loadConfig } from '../src/config/load.js'
 import { poolSchema } from '../src/config/schema.js'
 import { runPlan } from '../src/contract/plan/plan.js'
-import { typicalByClass } from '../src/contract/workload-classes.js'
+import { typicalOverClasses } from '../src/contract/workload-classes.js'
 import { findMaxGoodput } from '../src/loadgen/find-max-goodput.js'
 import { loadWorkload } from '../src/loadgen/workload-load.js'
 import { loadProfile } from '../src/sim/profile-loader.js'
@@ -206,9 +206,6 @@ async function main(): Promise<void> {
     for (const name of WORKLOADS) {
       const file = join(ROOT, 'config', 'workloads', `${name}.yaml`)
       const workload = loadWorkload(file)
-      const typical = [...typicalByClass(workload).values()]
-      const mean = (k: 'promptTokens' | 'outputTokens') =>
-        typical.reduce((s, t) => s + t[k], 0) / typical.length
       const profile = loadProfile(profileName)
       const K = scaleFor(profile)
       log(`plan: ${profileName} x ${name} (${TRIAL_S} simulated s per rate; measured at time scale ${K})`)
@@ -217,7 +214,7 @@ async function main(): Promise<void> {
         config,
         pool,
         workload,
-        typical: { promptTokens: mean('promptTokens'), outputTokens: mean('outputTokens') },
+        typical: typicalOverClasses(workload),
         durationMs: TRIAL_S * 1000,
         drainMs: workload.workload.drain_timeout_s * 1000,
         attainment: 0.9,
