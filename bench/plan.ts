@@ -22,8 +22,8 @@
  *   --profile P, --workload W          # only these (repeatable)
  *   --trial-s S, --max-trials N        # each trial's engine-seconds; the search's trials
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
@@ -31,11 +31,14 @@ import { stringify } from 'yaml'
 import { loadConfig } from '../src/config/load.js'
 import { poolSchema } from '../src/config/schema.js'
 import { runPlan } from '../src/contract/plan/plan.js'
+import { runVirtual } from '../src/contract/plan/virtual-run.js'
 import { typicalOverClasses } from '../src/contract/workload-classes.js'
 import { findMaxGoodput } from '../src/loadgen/find-max-goodput.js'
+import { judgedRow } from '../src/loadgen/load-levels.js'
 import { loadWorkload } from '../src/loadgen/workload-load.js'
 import { loadProfile } from '../src/sim/profile-loader.js'
 import type { SimProfile } from '../src/sim/profile-schema.js'
+import { type PlanRow, type TrialCheck, writePlanReport } from './plan-report.js'
 import { type Child, freePort, start, waitReady } from './processes.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -183,24 +186,11 @@ async function measure(profile: string, workloadFile: string, startRate: number,
   }
 }
 
-interface Row {
-  profile: string
-  timeScale: number
-  workload: string
-  planned: number
-  plannedNoAdmission: number
-  measured: number
-  measuredFail: number | undefined
-  trials: number
-  error: number
-  planCpuS: number
-}
-
 async function main(): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'bench-plan-'))
   const { config } = loadConfig(join(ROOT, 'config', 'gateway.yaml'))
   const pool = DEFAULT_POOL
-  const rows: Row[] = []
+  const rows: PlanRow[] = []
   const started = performance.now()
   for (const profileName of PROFILES) {
     for (const name of WORKLOADS) {
@@ -225,6 +215,26 @@ async function main(): Promise<void> {
       log(`plan: predicts ${plan.withAdmission.rate} req/s per replica with admission; measuring`)
       const real = await measure(profileName, scaledWorkload(file, tmp, K), plan.withAdmission.rate, K)
       const measured = real.rate * K
+      // plan at each rate the measurement tried, as long, the same requests: per-rate agreement
+      const checks: TrialCheck[] = real.trials.map((p) => {
+        const row = judgedRow(p.run.summary)
+        const v = runVirtual({
+          profile,
+          config,
+          pool,
+          workload,
+          ratePerS: p.rate * K,
+          replicas: 1,
+          durationMs: TRIAL_S * 1000,
+          drainMs: workload.workload.drain_timeout_s * 1000,
+          admission: true,
+        })
+        return {
+          rate: p.rate * K,
+          measured: { attainment: p.attainment, offered: row?.offered ?? 0, refused: row?.refused ?? 0 },
+          planned: { attainment: v.attainment, offered: v.offered, refused: v.refused },
+        }
+      })
       rows.push({
         profile: profileName,
         timeScale: K,
@@ -236,6 +246,7 @@ async function main(): Promise<void> {
         trials: real.trials.length,
         error: measured > 0 ? (plan.withAdmission.rate - measured) / measured : Number.NaN,
         planCpuS: plan.timing.totalMs / 1000,
+        checks,
       })
       log(`plan: measured ${measured.toFixed(2)} req/s per replica (${real.stop})`)
     }
@@ -257,34 +268,17 @@ async function main(): Promise<void> {
     tolerance: 0.5,
     maxSearchRuns: 0,
   })
-  writeReport(rows, timed.timing.sweepMs / 1000, sweepS, loadBefore, (performance.now() - started) / 1000)
-}
-
-function writeReport(rows: Row[], sweepS: number, simulatedS: number, load: number, wallS: number): void {
-  const f = (v: number | undefined, d = 2) => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(d))
-  const lines = [
-    '# plan against reality',
-    '',
-    `${new Date().toISOString()}; ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; node ${process.version}; load average ${loadavg()[0]?.toFixed(1)} at the end; ${quick ? 'QUICK (a smoke: short trials, a loose search)' : 'full'}; trials of ${TRIAL_S} engine-seconds, at most ${MAX_TRIALS}; attainment target 0.9 (every request); agreement: within ${AGREE * 100}%.`,
-    '',
-    "Planned: `slo-gateway plan` (virtual time, one replica, the default config's admission, trials as long as the measured ones, the same seeded requests). Measured: `findMaxGoodput` (what `slo-gateway bench --find-max-goodput` runs, starting at the planned rate) against `slo-gateway sim --replicas 1 --time-scale K` through `slo-gateway serve --upstream`, every engine-time duration of the gateway's K times longer and the rates K times lower; figures are in engine time (measured rate x K).",
-    '',
-    '| profile | workload | time scale K | planned req/s (admission) | planned (no admission) | measured req/s | lowest measured miss | trials | error | within 15% | plan CPU s |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |',
-    ...rows.map(
-      (r) =>
-        `| ${r.profile} | ${r.workload} | ${r.timeScale} | ${f(r.planned)} | ${f(r.plannedNoAdmission)} | ${f(r.measured)} | ${f(r.measuredFail)} | ${r.trials} | ${f(r.error * 100, 1)}% | ${Math.abs(r.error) <= AGREE ? 'yes' : 'NO'} | ${f(r.planCpuS, 1)} |`,
-    ),
-    '',
-    `Speed: plan's sweep of 8 rates x ${simulatedS} simulated s, with and without admission (16 runs), took ${sweepS.toFixed(1)} s of wall time (target for 600 s: < 30 s; load average ${load.toFixed(1)} on ${cpus().length} cores when it began; run under tsx).`,
-    '',
-    `Whole bench: ${wallS.toFixed(0)} s.`,
-    '',
-  ]
-  const dir = join(ROOT, 'bench', 'results')
-  mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'plan.md'), lines.join('\n'))
-  process.stdout.write(lines.join('\n'))
+  const md = writePlanReport(join(ROOT, 'bench', 'results'), rows, {
+    quick,
+    trialS: TRIAL_S,
+    maxTrials: MAX_TRIALS,
+    agree: AGREE,
+    sweepWallS: timed.timing.sweepMs / 1000,
+    sweepSimulatedS: sweepS,
+    loadBefore,
+    wallS: (performance.now() - started) / 1000,
+  })
+  process.stdout.write(md)
 }
 
 main().catch((err: unknown) => {
