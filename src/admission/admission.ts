@@ -11,7 +11,7 @@
  */
 import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { BackendPool, Backends } from '../backends/types.js'
-import type { Clock } from '../clock.js'
+import type { Clock, TimerClock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import { objectivesFor } from '../objectives.js'
@@ -65,17 +65,21 @@ export class Admission implements AdmissionControl {
   private readonly logger: AdmissionLogger | undefined
   /** Unreachable TPOT objectives already logged (pool, class). */
   private readonly tpotWarned = new Set<string>()
+  private readonly timers: TimerClock | undefined
 
+  /** `timers`: who runs the dispatcher and deadlines later (default: Node's timers; plan: its virtual clock). */
   constructor(
     config: GatewayConfig,
     backends: Backends,
     clock: Clock,
     tokens?: TokenEstimator,
     logger?: AdmissionLogger,
+    timers?: TimerClock,
   ) {
     this.config = config
     this.backends = backends
     this.clock = clock
+    this.timers = timers
     this.tokens = tokens
     this.classNames = new Set(Object.keys(config.classes))
     this.logger = logger
@@ -89,7 +93,7 @@ export class Admission implements AdmissionControl {
   poolAdmission(pool: BackendPool): PoolAdmission {
     let pa = this.pools.get(pool)
     if (pa === undefined) {
-      pa = new PoolAdmission(pool, this.config.classes, this.config.admission, this.clock)
+      pa = new PoolAdmission(pool, this.config.classes, this.config.admission, this.clock, this.timers)
       this.pools.set(pool, pa)
     }
     return pa

@@ -12,7 +12,7 @@
  */
 import { priorsFrom } from '../backends/engine-facts.js'
 import type { BackendPool, Endpoint, Lease } from '../backends/types.js'
-import type { Clock } from '../clock.js'
+import type { Clock, TimerClock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import { ClassQueues } from './class-queues.js'
@@ -59,11 +59,21 @@ export class PoolAdmission {
   private lastShedAt = Number.NEGATIVE_INFINITY
   private closed = false
 
-  constructor(pool: BackendPool, classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
+  /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
+  private readonly timers: TimerClock | undefined
+
+  constructor(
+    pool: BackendPool,
+    classes: Record<string, ClassConfig>,
+    cfg: AdmissionConfig,
+    clock: Clock,
+    timers?: TimerClock,
+  ) {
     this.pool = pool
     this.clock = clock
+    this.timers = timers
     this.facts = new PoolFacts(pool, classes, priorsFrom(cfg))
-    this.timer = new DeadlineTimer(clock, () => this.onDeadline())
+    this.timer = new DeadlineTimer(clock, () => this.onDeadline(), timers)
     this.estimator = new TtftEstimator(
       { stepMs: cfg.estimator.step_ms, prefillTokensPerS: cfg.estimator.prefill_tokens_per_s },
       clock,
@@ -201,10 +211,12 @@ export class PoolAdmission {
   schedulePump(): void {
     if (this.pumpScheduled || this.closed || this.queues.size === 0) return
     this.pumpScheduled = true
-    setImmediate(() => {
+    const run = () => {
       this.pumpScheduled = false
       this.pump()
-    })
+    }
+    if (this.timers !== undefined) this.timers.schedule(0, run)
+    else setImmediate(run)
   }
 
   pump(): void {

@@ -141,6 +141,8 @@ export class EngineFacts implements EngineFactsView {
   /** The measured rate of the samples as they are (undefined: to compute; null: none). */
   private rateCache: number | null | undefined = undefined
   private readonly windows: { readonly meanMs: number; readonly gaps: number }[] = []
+  /** The step time of `windows`, kept until the next window (stepMs() is read on every dispatch). */
+  private step: number | undefined = undefined
   private load: BackendLoad | undefined = undefined
   private scrapes = 0
   /** The longest prompt computed alone here, and the scrape count when its first token came. */
@@ -176,6 +178,7 @@ export class EngineFacts implements EngineFactsView {
     this.windows.push({ meanMs, gaps })
     if (this.windows.length > RING) this.windows.shift()
     this.rateCache = undefined // the fixed cost of the ratio is in steps
+    this.step = undefined
   }
 
   prefillTokensPerS(): Fact {
@@ -189,14 +192,17 @@ export class EngineFacts implements EngineFactsView {
 
   stepMs(): Fact {
     if (this.opts.stepMs.source === 'config' || this.windows.length < MIN_WINDOWS) return this.opts.stepMs
-    const pairs: number[] = []
-    for (let i = 1; i < this.windows.length; i++) {
-      const a = this.windows[i - 1] as { meanMs: number; gaps: number }
-      const b = this.windows[i] as { meanMs: number; gaps: number }
-      pairs.push((a.meanMs * a.gaps + b.meanMs * b.gaps) / (a.gaps + b.gaps))
+    if (this.step === undefined) {
+      const pairs: number[] = []
+      for (let i = 1; i < this.windows.length; i++) {
+        const a = this.windows[i - 1] as { meanMs: number; gaps: number }
+        const b = this.windows[i] as { meanMs: number; gaps: number }
+        pairs.push((a.meanMs * a.gaps + b.meanMs * b.gaps) / (a.gaps + b.gaps))
+      }
+      const sorted = pairs.sort((a, b) => a - b)
+      this.step = sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0
     }
-    const sorted = pairs.sort((a, b) => a - b)
-    return { value: sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0, source: 'measured' }
+    return { value: this.step, source: 'measured' }
   }
 
   stepTokens(): Fact {
