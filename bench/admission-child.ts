@@ -10,8 +10,10 @@
  * lagP50Ms, lagP99Ms, lagCount (step lag since the last POST /reset) }.
  *
  * `gateway`: createRuntime (admission, telemetry, scrapers: the product as shipped) with one
- * pool on the simulator, SLOs, queue waits, the floor's window and the estimator's priors multiplied by the
- * time scale (the shipped defaults otherwise); `--min-share`: batch's floor (default: the shipped one).
+ * pool on the simulator, SLOs, queue waits and the floor's window multiplied by the time scale (the
+ * shipped defaults otherwise); `--min-share`: batch's floor (default: the shipped one). The estimator's
+ * priors and the prefill budget are not set: the gateway learns them from the engine (engine facts),
+ * as a new user's would, and what it learns from a time-scaled engine is scaled by itself.
  *
  * Each prints one line `ADMISSION-CHILD {json}` with its URLs when it listens, and stops on
  * SIGTERM.
@@ -75,10 +77,6 @@ export function gatewayConfig(
       min_share_window_ms: times(base.admission.min_share_window_ms),
       itl_window_ms: times(base.admission.itl_window_ms),
       probe_interval_ms: times(base.admission.probe_interval_ms),
-      estimator: {
-        step_ms: base.admission.estimator.step_ms * scale,
-        prefill_tokens_per_s: base.admission.estimator.prefill_tokens_per_s / scale,
-      },
     },
   })
 }

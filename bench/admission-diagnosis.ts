@@ -4,6 +4,7 @@
  */
 
 import { fmt, type Report } from '../src/loadgen/report.js'
+import type { StepTimeModel } from '../src/sim/profile-schema.js'
 import type { CapacityFacts, ReferenceLevel } from './admission-capacity.js'
 import { type LevelResult, ms, pct, reasons } from './admission-report.js'
 
@@ -159,6 +160,61 @@ export function diagnosisSection(
   report.paragraph(lines.join('\n'))
 }
 
+interface FactJson {
+  readonly value: number
+  readonly source: string
+}
+
+/**
+ * What the gateway learned of the engine, from its /admin/state at the end of its run
+ * (engine facts and prefill budget per endpoint), in model time, beside the profile's own
+ * step model: the check that learning from the time-scaled engine is honest.
+ */
+export function engineFactsSection(
+  report: Report,
+  after: unknown,
+  scale: number,
+  truth: StepTimeModel,
+): void {
+  const s = after as
+    | {
+        admission?: {
+          pools?: {
+            engineFacts?: Record<string, Record<string, FactJson | null> | null>
+            prefillBudget?: Record<string, { tokens: number; bound: string; source: string }>
+          }[]
+        }
+      }
+    | undefined
+  const pool = s?.admission?.pools?.[0]
+  const facts = Object.entries(pool?.engineFacts ?? {})
+  if (facts.length === 0) return
+  const show = (f: FactJson | null | undefined, k: number, digits: number) =>
+    f === undefined || f === null ? '–' : `${fmt(f.value * k, digits)} (${f.source.replace('_', ' ')})`
+  report.heading('Engine facts learned (gateway /admin/state, end of its run)', 3)
+  report.paragraph(
+    `Model time (step ÷ ${scale}, rates × ${scale}). The profile: step ${fmt(truth.baseMs, 1)} ms, prefill ` +
+      `${fmt(1000 / (truth.perPrefillTokenMs + truth.perContextTokenMs), 0)} tokens/s.`,
+  )
+  report.table(
+    ['endpoint', 'step ms', 'prefill tokens/s', 'step budget tokens', 'prefill budget tokens', 'samples'],
+    facts.map(([name, f]) => {
+      const b = pool?.prefillBudget?.[name]
+      const samples = f as { prefillSamples?: number; stepWindows?: number } | null
+      return [
+        name,
+        show(f?.stepMs, 1 / scale, 2),
+        show(f?.prefillTokensPerS, scale, 0),
+        show(f?.stepTokens, 1, 0),
+        b === undefined
+          ? '–'
+          : `${fmt(b.tokens, 0)} (${b.bound.replace('_', ' ')}, ${b.source.replace('_', ' ')})`,
+        `${samples?.prefillSamples ?? 0} prefills, ${samples?.stepWindows ?? 0} ITL windows`,
+      ]
+    }),
+  )
+}
+
 /** The estimator's calibration from /admin/state before and after the gateway run, as JSON. */
 export function calibrationSection(report: Report, before: unknown, after: unknown): void {
   const of = (state: unknown) => {
@@ -170,7 +226,7 @@ export function calibrationSection(report: Report, before: unknown, after: unkno
   report.heading('Estimator calibration (gateway /admin/state)')
   report.paragraph(
     [
-      'Before the gateway run (priors):',
+      'Before the gateway run (the shipped priors, unscaled: nothing is configured):',
       '```json',
       JSON.stringify(of(before)),
       '```',

@@ -11,6 +11,7 @@ import type { BenchFile } from './admission-config.js'
 import {
   calibrationSection,
   diagnosisSection,
+  engineFactsSection,
   estimatorSection,
   referenceSection,
 } from './admission-diagnosis.js'
@@ -97,5 +98,6 @@ export function workloadSection(report: Report, s: WorkloadSectionInput): void {
     )
   if (run.reference.length > 0) referenceSection(report, run.reference, cap)
   estimatorSection(report, levels, wl.scale)
+  if (run.stateAfter !== undefined) engineFactsSection(report, run.stateAfter, wl.scale, cap.stepTime)
   if (run.stateBefore !== undefined) calibrationSection(report, run.stateBefore, run.stateAfter)
 }

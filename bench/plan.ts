@@ -7,12 +7,23 @@
  * 15%. It also times plan on a 600-simulated-second sweep of 8 rates (the target: < 30 s).
  * Writes bench/results/plan.md.
  *
- *   npm run bench:plan                 # the full run (the lead's)
- *   npm run bench:plan -- --quick      # one profile x one workload, short trials (a smoke, < 90 s)
- *   --time-scale K                     # the simulator K times slower, objectives K times looser
+ * The measured side is time-scaled: the simulator K times slower (`sim --time-scale K`), and
+ * every duration of the gateway's that is engine time K times longer (objectives, queue waits,
+ * the decode guard's window, the probe interval, the min-share window, the scrape interval and
+ * staleness), the rates K times lower; the measured rate is reported times K. So the gateway's
+ * and the client's CPU (on a shared machine, milliseconds of event-loop lag) is small beside
+ * the engine's steps, as it is beside a GPU's. K defaults per profile to make one decode step
+ * of one sequence at least 50 ms. The estimator's priors are not scaled: both sides learn the
+ * engine's facts at run time (the plan from the same observations, virtual-endpoint.ts).
+ *
+ *   npm run bench:plan                 # the full run (the lead's; about 75 minutes)
+ *   npm run bench:plan -- --quick      # one profile x one workload, short trials (a smoke)
+ *   --time-scale K                     # K for every profile
+ *   --profile P, --workload W          # only these (repeatable)
+ *   --trial-s S, --max-trials N        # each trial's engine-seconds; the search's trials
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
@@ -20,10 +31,14 @@ import { stringify } from 'yaml'
 import { loadConfig } from '../src/config/load.js'
 import { poolSchema } from '../src/config/schema.js'
 import { runPlan } from '../src/contract/plan/plan.js'
-import { typicalByClass } from '../src/contract/workload-classes.js'
+import { runVirtual } from '../src/contract/plan/virtual-run.js'
+import { typicalOverClasses } from '../src/contract/workload-classes.js'
 import { findMaxGoodput } from '../src/loadgen/find-max-goodput.js'
+import { judgedRow } from '../src/loadgen/load-levels.js'
 import { loadWorkload } from '../src/loadgen/workload-load.js'
 import { loadProfile } from '../src/sim/profile-loader.js'
+import type { SimProfile } from '../src/sim/profile-schema.js'
+import { type PlanRow, type TrialCheck, writePlanReport } from './plan-report.js'
 import { type Child, freePort, start, waitReady } from './processes.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -31,45 +46,85 @@ const CLI = join(ROOT, 'src', 'cli.ts')
 const TSX = import.meta.resolve('tsx')
 const args = process.argv.slice(2)
 const quick = args.includes('--quick')
-const scaleAt = args.indexOf('--time-scale')
-const K = scaleAt >= 0 ? Number(args[scaleAt + 1]) : 1
-if (!(K >= 1)) throw new Error('--time-scale: expected a number >= 1')
+const all = (flag: string) =>
+  args.flatMap((a, i) => (a === flag && args[i + 1] !== undefined ? [args[i + 1]!] : []))
+const num = (flag: string): number | undefined => {
+  const v = all(flag).at(-1)
+  if (v === undefined) return undefined
+  const n = Number(v)
+  if (!(n > 0)) throw new Error(`${flag}: expected a positive number, got ${v}`)
+  return n
+}
+const GIVEN_K = num('--time-scale')
+if (GIVEN_K !== undefined && !(GIVEN_K >= 1)) throw new Error('--time-scale: expected a number >= 1')
 
-const PROFILES = quick ? ['llama-3.1-8b-h100'] : ['llama-3.1-8b-h100', 'llama-3.1-70b-h100-tp4']
-const WORKLOADS = quick ? ['chat'] : ['chat', 'chat-plus-batch']
-const TRIAL_S = quick ? 15 : 60
-const MAX_TRIALS = quick ? 3 : 8
-const TOLERANCE = quick ? 0.1 : 0.04
+const PROFILES =
+  all('--profile').length > 0
+    ? all('--profile')
+    : quick
+      ? ['llama-3.1-8b-h100']
+      : ['llama-3.1-8b-h100', 'llama-3.1-70b-h100-tp4']
+const WORKLOADS =
+  all('--workload').length > 0 ? all('--workload') : quick ? ['chat'] : ['chat', 'chat-plus-batch']
+const TRIAL_S = num('--trial-s') ?? (quick ? 6 : 30)
+const MAX_TRIALS = num('--max-trials') ?? (quick ? 3 : 6)
+const TOLERANCE = quick ? 0.1 : 0.05
 const AGREE = 0.15
+/** The least scaled step (one decode step of one sequence), ms: K is chosen to reach it. */
+const LEAST_SCALED_STEP_MS = 50
+
+/** The pool `serve --upstream` makes, with its defaults (the plan's pool). */
+const DEFAULT_POOL = poolSchema.parse({ name: 'default', models: ['*'] })
 
 const log = (s: string) => process.stderr.write(`${s}\n`)
 
-/** The workload with its objectives K times looser (what a K-times slower engine may take). */
-function scaledWorkload(file: string, dir: string): string {
+/** The workload with its objectives and its drain K times longer (what a K-times slower engine may take). */
+function scaledWorkload(file: string, dir: string, K: number): string {
   if (K === 1) return file
   const w = loadWorkload(file).workload
   const scaled = {
     ...w,
+    drain_timeout_s: w.drain_timeout_s * K,
     classes: w.classes.map((c) => ({
       ...c,
       slo: Object.fromEntries(Object.entries(c.slo).map(([k, v]) => [k, (v as number) * K])),
     })),
   }
-  const out = join(dir, `scaled-${file.split('/').pop()}`)
+  const out = join(dir, `scaled-${K}-${file.split('/').pop()}`)
   writeFileSync(out, stringify(scaled))
   return out
 }
 
-/** The gateway's knobs in engine time, K times longer (objectives, priors, windows). */
-function scaledSets(): string[] {
+/**
+ * The gateway's durations that are engine time, K times longer: the built-in classes'
+ * objectives and queue waits, the decode guard's window, the probe interval, the min-share
+ * window, the pool's scrape interval and staleness (defaults read from the schema). Not the
+ * estimator's priors: set, they would be overrides that the engine facts never replace.
+ */
+function scaledSets(K: number): string[] {
   if (K === 1) return []
-  return [
-    `classes.interactive.slo.ttft_ms=${500 * K}`,
-    `classes.interactive.slo.tpot_ms=${50 * K}`,
-    `admission.estimator.step_ms=${15 * K}`,
-    `admission.estimator.prefill_tokens_per_s=${20_000 / K}`,
-    `admission.itl_window_ms=${200 * K}`,
+  const { config } = loadConfig(join(ROOT, 'config', 'gateway.yaml'))
+  const a = config.admission
+  const sets = [
+    `admission.itl_window_ms=${a.itl_window_ms * K}`,
+    `admission.probe_interval_ms=${a.probe_interval_ms * K}`,
+    `admission.min_share_window_ms=${a.min_share_window_ms * K}`,
+    `backends.pools[0].scrape_interval_ms=${DEFAULT_POOL.scrape_interval_ms * K}`,
+    `backends.pools[0].stale_after_ms=${DEFAULT_POOL.stale_after_ms * K}`,
   ]
+  for (const [name, c] of Object.entries(config.classes)) {
+    sets.push(`classes.${name}.max_queue_wait_ms=${c.max_queue_wait_ms * K}`)
+    for (const [k, v] of Object.entries(c.slo))
+      if (k.endsWith('_ms') && typeof v === 'number') sets.push(`classes.${name}.slo.${k}=${v * K}`)
+  }
+  return sets
+}
+
+/** K for a profile: --time-scale, else the least integer that makes one step of one sequence >= 50 ms. */
+function scaleFor(profile: SimProfile): number {
+  if (GIVEN_K !== undefined) return GIVEN_K
+  const st = profile.stepTime
+  return Math.max(1, Math.ceil(LEAST_SCALED_STEP_MS / (st.baseMs + st.perDecodeSeqMs)))
 }
 
 async function ok(url: string): Promise<boolean> {
@@ -78,7 +133,7 @@ async function ok(url: string): Promise<boolean> {
   return r.statusCode === 200
 }
 
-async function measure(profile: string, workloadFile: string, startRate: number) {
+async function measure(profile: string, workloadFile: string, startRate: number, K: number) {
   const simPort = await freePort()
   const port = await freePort()
   const adminPort = await freePort()
@@ -100,7 +155,7 @@ async function measure(profile: string, workloadFile: string, startRate: number)
     ])
     children.push(sim)
     await waitReady(sim, () => ok(`http://127.0.0.1:${simPort}/health`))
-    const sets = ['simulator.enabled=false', 'log.level=warn', 'server.host=127.0.0.1', ...scaledSets()]
+    const sets = ['simulator.enabled=false', 'log.level=warn', 'server.host=127.0.0.1', ...scaledSets(K)]
     const gw = start('gateway', process.execPath, [
       '--import',
       TSX,
@@ -131,39 +186,25 @@ async function measure(profile: string, workloadFile: string, startRate: number)
   }
 }
 
-interface Row {
-  profile: string
-  workload: string
-  planned: number
-  plannedNoAdmission: number
-  measured: number
-  measuredFail: number | undefined
-  trials: number
-  error: number
-  planCpuS: number
-}
-
 async function main(): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'bench-plan-'))
   const { config } = loadConfig(join(ROOT, 'config', 'gateway.yaml'))
-  const pool = poolSchema.parse({ name: 'default', models: ['*'] })
-  const rows: Row[] = []
+  const pool = DEFAULT_POOL
+  const rows: PlanRow[] = []
   const started = performance.now()
   for (const profileName of PROFILES) {
     for (const name of WORKLOADS) {
       const file = join(ROOT, 'config', 'workloads', `${name}.yaml`)
       const workload = loadWorkload(file)
-      const typical = [...typicalByClass(workload).values()]
-      const mean = (k: 'promptTokens' | 'outputTokens') =>
-        typical.reduce((s, t) => s + t[k], 0) / typical.length
       const profile = loadProfile(profileName)
-      log(`plan: ${profileName} x ${name} (${TRIAL_S} simulated s per rate)`)
+      const K = scaleFor(profile)
+      log(`plan: ${profileName} x ${name} (${TRIAL_S} simulated s per rate; measured at time scale ${K})`)
       const plan = runPlan({
         profile,
         config,
         pool,
         workload,
-        typical: { promptTokens: mean('promptTokens'), outputTokens: mean('outputTokens') },
+        typical: typicalOverClasses(workload),
         durationMs: TRIAL_S * 1000,
         drainMs: workload.workload.drain_timeout_s * 1000,
         attainment: 0.9,
@@ -172,10 +213,31 @@ async function main(): Promise<void> {
         maxSearchRuns: 8,
       })
       log(`plan: predicts ${plan.withAdmission.rate} req/s per replica with admission; measuring`)
-      const real = await measure(profileName, scaledWorkload(file, tmp), plan.withAdmission.rate)
+      const real = await measure(profileName, scaledWorkload(file, tmp, K), plan.withAdmission.rate, K)
       const measured = real.rate * K
+      // plan at each rate the measurement tried, as long, the same requests: per-rate agreement
+      const checks: TrialCheck[] = real.trials.map((p) => {
+        const row = judgedRow(p.run.summary)
+        const v = runVirtual({
+          profile,
+          config,
+          pool,
+          workload,
+          ratePerS: p.rate * K,
+          replicas: 1,
+          durationMs: TRIAL_S * 1000,
+          drainMs: workload.workload.drain_timeout_s * 1000,
+          admission: true,
+        })
+        return {
+          rate: p.rate * K,
+          measured: { attainment: p.attainment, offered: row?.offered ?? 0, refused: row?.refused ?? 0 },
+          planned: { attainment: v.attainment, offered: v.offered, refused: v.refused },
+        }
+      })
       rows.push({
         profile: profileName,
+        timeScale: K,
         workload: name,
         planned: plan.withAdmission.rate,
         plannedNoAdmission: plan.withoutAdmission.rate,
@@ -184,12 +246,14 @@ async function main(): Promise<void> {
         trials: real.trials.length,
         error: measured > 0 ? (plan.withAdmission.rate - measured) / measured : Number.NaN,
         planCpuS: plan.timing.totalMs / 1000,
+        checks,
       })
       log(`plan: measured ${measured.toFixed(2)} req/s per replica (${real.stop})`)
     }
   }
   // the speed target: a 600-simulated-second sweep of 8 rates (with and without admission)
-  const sweepS = quick ? 60 : 600
+  const sweepS = 600
+  const loadBefore = loadavg()[0] ?? Number.NaN
   const w = loadWorkload(join(ROOT, 'config', 'workloads', 'chat.yaml'))
   const timed = runPlan({
     profile: loadProfile('llama-3.1-8b-h100'),
@@ -204,34 +268,17 @@ async function main(): Promise<void> {
     tolerance: 0.5,
     maxSearchRuns: 0,
   })
-  writeReport(rows, timed.timing.sweepMs / 1000, sweepS, (performance.now() - started) / 1000)
-}
-
-function writeReport(rows: Row[], sweepS: number, simulatedS: number, wallS: number): void {
-  const f = (v: number | undefined, d = 2) => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(d))
-  const lines = [
-    '# plan against reality',
-    '',
-    `${new Date().toISOString()}; ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}; node ${process.version}; ${quick ? 'QUICK (a smoke: short trials, a loose search)' : 'full'}; time scale ${K}; trials of ${TRIAL_S} engine-seconds; attainment target 0.9 (every request); agreement: within ${AGREE * 100}%.`,
-    '',
-    "Planned: `slo-gateway plan` (virtual time, one replica, the default config's admission). Measured: `findMaxGoodput` (what `slo-gateway bench --find-max-goodput` runs) against `slo-gateway sim --replicas 1` through `slo-gateway serve --upstream`, the same seeded workload.",
-    '',
-    '| profile | workload | planned req/s (admission) | planned (no admission) | measured req/s | lowest measured miss | trials | error | within 15% | plan CPU s |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |',
-    ...rows.map(
-      (r) =>
-        `| ${r.profile} | ${r.workload} | ${f(r.planned)} | ${f(r.plannedNoAdmission)} | ${f(r.measured)} | ${f(r.measuredFail)} | ${r.trials} | ${f(r.error * 100, 1)}% | ${Math.abs(r.error) <= AGREE ? 'yes' : 'NO'} | ${f(r.planCpuS, 1)} |`,
-    ),
-    '',
-    `Speed: plan's sweep of 8 rates x ${simulatedS} simulated s, with and without admission (16 runs), took ${sweepS.toFixed(1)} s (target for 600 s: < 30 s).`,
-    '',
-    `Whole bench: ${wallS.toFixed(0)} s.`,
-    '',
-  ]
-  const dir = join(ROOT, 'bench', 'results')
-  mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'plan.md'), lines.join('\n'))
-  process.stdout.write(lines.join('\n'))
+  const md = writePlanReport(join(ROOT, 'bench', 'results'), rows, {
+    quick,
+    trialS: TRIAL_S,
+    maxTrials: MAX_TRIALS,
+    agree: AGREE,
+    sweepWallS: timed.timing.sweepMs / 1000,
+    sweepSimulatedS: sweepS,
+    loadBefore,
+    wallS: (performance.now() - started) / 1000,
+  })
+  process.stdout.write(md)
 }
 
 main().catch((err: unknown) => {

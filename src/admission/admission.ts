@@ -11,7 +11,7 @@
  */
 import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { BackendPool, Backends } from '../backends/types.js'
-import type { Clock } from '../clock.js'
+import type { Clock, TimerClock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import { objectivesFor } from '../objectives.js'
@@ -65,17 +65,21 @@ export class Admission implements AdmissionControl {
   private readonly logger: AdmissionLogger | undefined
   /** Unreachable TPOT objectives already logged (pool, class). */
   private readonly tpotWarned = new Set<string>()
+  private readonly timers: TimerClock | undefined
 
+  /** `timers`: who runs the dispatcher and deadlines later (default: Node's timers; plan: its virtual clock). */
   constructor(
     config: GatewayConfig,
     backends: Backends,
     clock: Clock,
     tokens?: TokenEstimator,
     logger?: AdmissionLogger,
+    timers?: TimerClock,
   ) {
     this.config = config
     this.backends = backends
     this.clock = clock
+    this.timers = timers
     this.tokens = tokens
     this.classNames = new Set(Object.keys(config.classes))
     this.logger = logger
@@ -89,7 +93,7 @@ export class Admission implements AdmissionControl {
   poolAdmission(pool: BackendPool): PoolAdmission {
     let pa = this.pools.get(pool)
     if (pa === undefined) {
-      pa = new PoolAdmission(pool, this.config.classes, this.config.admission, this.clock)
+      pa = new PoolAdmission(pool, this.config.classes, this.config.admission, this.clock, this.timers)
       this.pools.set(pool, pa)
     }
     return pa
@@ -137,10 +141,10 @@ export class Admission implements AdmissionControl {
     let slo = objectives.ttft_ms
 
     let pa = this.poolAdmission(req.pool)
-    let budget = pa.ttftBudget(className, slo)
+    let budget = pa.ttft.budget(className, slo)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let blocks = this.blocksFor(pa, t, body)
-    let pp = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
+    let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
     const margin = this.config.admission.margin
     // what it is predicted to miss now: TTFT, KV room, TPOT, E2E (forecast.ts)
@@ -169,8 +173,8 @@ export class Admission implements AdmissionControl {
         objectives = objectivesFor(t, className, cls)
         t.slo = objectives
         slo = objectives.ttft_ms
-        budget = pa.ttftBudget(className, slo)
-        pp = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
+        budget = pa.ttft.budget(className, slo)
+        pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
         lost ||= pp.usable === 0
         // the rest of the ladder is the interactive class's: the demoted request is done with it
         return 'done'
@@ -179,9 +183,9 @@ export class Admission implements AdmissionControl {
       const before = pa
       pa = this.poolAdmission(req.pool)
       if (pa !== before) blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
-      budget = pa.ttftBudget(className, slo)
+      budget = pa.ttft.budget(className, slo)
       kvTokens = promptTokens + req.choices * req.expectedOutput
-      pp = pa.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
+      pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
       lost ||= pp.usable === 0
       return lost ? 'done' : 'applied'
     })
@@ -202,7 +206,7 @@ export class Admission implements AdmissionControl {
       // Its prompt alone is too long for the objective, even on an idle server (holding as
       // much of it cached as any endpoint is expected to): no wait helps (and it is never
       // let in as a probe, which would only fail at the server).
-      const idleMs = pa.unreachableMs(className, leastComputeTokens, slo)
+      const idleMs = pa.predictor.unreachableMs(className, leastComputeTokens, slo)
       if (idleMs !== undefined) {
         const error = new GatewayError('GW_ERR_TTFT_UNREACHABLE', {
           class: className,
@@ -213,7 +217,10 @@ export class Admission implements AdmissionControl {
         return { kind: 'reject', error }
       }
       if (!pa.probeDue(className)) {
-        const retryAfterMs = Math.max(p.totalMs - budget, pa.retryAfterMs(className, promptTokens, kvTokens))
+        const retryAfterMs = Math.max(
+          p.totalMs - budget,
+          pa.predictor.retryAfterMs(className, promptTokens, kvTokens),
+        )
         // When no endpoint has KV room for it, say so: the wait is for the cache, not the queue.
         const error = kvBlocked
           ? new GatewayError('GW_ERR_KV_EXHAUSTED', {}, { retryAfterMs })
@@ -257,7 +264,7 @@ export class Admission implements AdmissionControl {
   *queueDepths(): Iterable<QueueDepth> {
     for (const pa of this.pools.values()) {
       for (const d of pa.depths()) {
-        const ttftMargin = pa.ttftMargin(d.class)
+        const ttftMargin = pa.ttft.get(d.class)?.margin.value
         yield {
           class: d.class,
           pool: pa.pool.name,
@@ -272,7 +279,7 @@ export class Admission implements AdmissionControl {
   /** After a scrape or a membership change: let every pool dispatch what it can. */
   pumpAll(): void {
     for (const pa of this.pools.values()) {
-      pa.syncFacts()
+      pa.facts.sync(pa.estimator)
       warnUnreachableTpot(pa, this.tpotWarned, this.logger)
       pa.schedulePump()
     }

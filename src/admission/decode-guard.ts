@@ -24,6 +24,13 @@ export interface GuardedClass {
   readonly tpotMs: number | undefined
 }
 
+/** One closed window of an endpoint's inter-chunk gaps. */
+export interface ItlWindow {
+  readonly meanMs: number
+  /** Gaps it averaged. */
+  readonly gaps: number
+}
+
 /** Mean inter-chunk gap of one endpoint's streams, per window. */
 class ItlMeter {
   private sum = 0
@@ -31,6 +38,8 @@ class ItlMeter {
   private start: number
   /** The last closed window's mean gap, ms. */
   value: number | undefined = undefined
+  /** The gaps the last closed window averaged. */
+  gaps = 0
   closedAt = Number.NEGATIVE_INFINITY
 
   constructor(now: number) {
@@ -43,6 +52,7 @@ class ItlMeter {
     this.n++
     if (now - this.start < windowMs) return false
     this.value = this.sum / this.n
+    this.gaps = this.n
     this.closedAt = now
     this.sum = 0
     this.n = 0
@@ -73,8 +83,8 @@ export class DecodeGuard {
     }
   }
 
-  /** Records one inter-chunk gap of a stream from `endpoint`; returns the window's mean when this closed one. */
-  observe(endpoint: string, gapMs: number, now: number): number | undefined {
+  /** Records one inter-chunk gap of a stream from `endpoint`; returns the window when this closed one. */
+  observe(endpoint: string, gapMs: number, now: number): ItlWindow | undefined {
     let m = this.meters.get(endpoint)
     if (m === undefined) {
       m = new ItlMeter(now)
@@ -82,7 +92,7 @@ export class DecodeGuard {
     }
     if (!m.record(gapMs, now, this.windowMs)) return undefined
     this.onChange?.()
-    return m.value
+    return { meanMs: m.value as number, gaps: m.gaps }
   }
 
   /** The endpoint's current ITL, ms; undefined when nothing was measured in the last two windows. */

@@ -11,7 +11,7 @@ import {
   configured,
   DEFAULT_PREFILL_BUDGET,
 } from '../config/schema.js'
-import { DecodeGuard } from './decode-guard.js'
+import { DecodeGuard, type ItlWindow } from './decode-guard.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
 import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
 import type { ServerView } from './ttft-estimator.js'
@@ -236,7 +236,7 @@ export class EndpointGates {
   }
 
   /** A gap between two tokens of a stream from `endpoint`: into its live ITL. Returns a window's mean when one closed. */
-  observeGap(endpoint: string, gapMs: number, now: number): number | undefined {
+  observeGap(endpoint: string, gapMs: number, now: number): ItlWindow | undefined {
     return this.guard.observe(endpoint, gapMs, now)
   }
 

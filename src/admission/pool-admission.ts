@@ -5,45 +5,32 @@
  * fair between tenants) to the endpoint the picker chooses among those with headroom for
  * the head's class. It runs when something can have changed: a request arrives, a request
  * ends (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
+ * Its other parts, each in its file: predictions for requests not yet placed, early refusal
+ * among them (pool-prediction.ts), the classes' TTFT objectives and margins
+ * (ttft-objectives.ts), the endpoints' engine facts (pool-facts.ts), and what an ended
+ * request teaches (outcome-learning.ts).
  */
-import { type Fact, priorsFrom } from '../backends/engine-facts.js'
-import type { PromptBlocks } from '../backends/prefix-index.js'
+import { priorsFrom } from '../backends/engine-facts.js'
 import type { BackendPool, Endpoint, Lease } from '../backends/types.js'
-import type { Clock } from '../clock.js'
+import type { Clock, TimerClock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
 import { ClassQueues } from './class-queues.js'
 import { DeadlineTimer } from './deadline-timer.js'
-import { SHED_INTERVAL_MS, shedHopeless } from './early-refusal.js'
+import { SHED_INTERVAL_MS } from './early-refusal.js'
 import type { Admitted } from './face.js'
-import { EndpointGates, type GateLimits, kvFits } from './gate.js'
-import { TtftMargin } from './margin.js'
+import { EndpointGates } from './gate.js'
+import { learnFromOutcome } from './outcome-learning.js'
+import { PoolFacts } from './pool-facts.js'
+import { type PoolPrediction, PoolPredictor } from './pool-prediction.js'
 import { PrefixAwareness } from './prefix-awareness.js'
 import { RunningRequests } from './running.js'
-import { type UnreachableTpot, unreachableTpot } from './tpot-reachable.js'
-import { type Prediction, TtftEstimator } from './ttft-estimator.js'
+import { TtftEstimator } from './ttft-estimator.js'
+import { TtftObjectives } from './ttft-objectives.js'
 import { AdmittedLease, Waiting } from './waiting.js'
 
+export type { PoolPrediction }
 export { Waiting }
-
-const PROMPT_ALPHA = 0.05
-/** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
-const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0 }
-
-/** A request's prediction in a pool (predict()). */
-export interface PoolPrediction {
-  readonly prediction: Prediction
-  /** Usable endpoints (0: no backend). */
-  readonly usable: number
-  /** No endpoint has KV room for it under its class's limit now. */
-  readonly kvBlocked: boolean
-  /** Its KV need is more than every endpoint's free cache. */
-  readonly kvOvercommit: boolean
-  /** The decode step it is predicted to stream at: the endpoints' live step, else the step fact, ms. */
-  readonly stepMs: number
-  /** What the endpoint holding most of its prefix would compute. */
-  readonly leastComputeTokens: number
-}
 
 export class PoolAdmission {
   readonly pool: BackendPool
@@ -57,29 +44,36 @@ export class PoolAdmission {
   /** The same requests, per endpoint (when one is expected to end: Retry-After). */
   private readonly running = new RunningRequests()
   private readonly gates: EndpointGates
-  /** Classes whose queue wait the estimator learns from: those admitted on its prediction. */
-  private readonly learnFrom = new Set<string>()
-  /** Per class refused on its predicted TTFT: its objective and its margin. */
-  private readonly ttft = new Map<string, { sloMs: number; margin: TtftMargin }>()
+  /** The classes refused on their predicted TTFT: objectives, margins, budgets (ttft-objectives.ts). */
+  readonly ttft: TtftObjectives
   private readonly lastAdmitted = new Map<string, number>()
   private readonly probeIntervalMs: number
   private readonly clock: Clock
-  private readonly classes: Record<string, ClassConfig>
-  /** The priors (config or default): an endpoint without facts (a stand-in) has these. */
-  private readonly priors: { stepMs: Fact; prefillTokensPerS: Fact }
-  private meanPrompt = 512
+  /** Its endpoints' engine facts: the estimator's priors, the least step (pool-facts.ts). */
+  readonly facts: PoolFacts
+  /** Its predictions for requests not yet placed: TTFT, Retry-After, reachability (pool-prediction.ts). */
+  readonly predictor: PoolPredictor
   private readonly timer: DeadlineTimer
   private pumping = false
   private pumpScheduled = false
   private lastShedAt = Number.NEGATIVE_INFINITY
   private closed = false
 
-  constructor(pool: BackendPool, classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock) {
+  /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
+  private readonly timers: TimerClock | undefined
+
+  constructor(
+    pool: BackendPool,
+    classes: Record<string, ClassConfig>,
+    cfg: AdmissionConfig,
+    clock: Clock,
+    timers?: TimerClock,
+  ) {
     this.pool = pool
     this.clock = clock
-    this.classes = classes
-    this.priors = priorsFrom(cfg)
-    this.timer = new DeadlineTimer(clock, () => this.onDeadline())
+    this.timers = timers
+    this.facts = new PoolFacts(pool, classes, priorsFrom(cfg))
+    this.timer = new DeadlineTimer(clock, () => this.onDeadline(), timers)
     this.estimator = new TtftEstimator(
       { stepMs: cfg.estimator.step_ms, prefillTokensPerS: cfg.estimator.prefill_tokens_per_s },
       clock,
@@ -101,123 +95,20 @@ export class PoolAdmission {
     this.probeIntervalMs = cfg.probe_interval_ms
     // the priors are trusted for one probe interval from the start
     for (const name of Object.keys(classes)) this.lastAdmitted.set(name, clock.now())
-    this.gates = new EndpointGates(classes, cfg, clock, this.priors.prefillTokensPerS)
+    this.gates = new EndpointGates(classes, cfg, clock, this.facts.priors.prefillTokensPerS)
     this.gates.onChange = () => this.schedulePump()
     this.classNames = defs.map((d) => d.name)
-    for (const [name, c] of Object.entries(classes)) {
-      if (!c.reject_on_ttft) continue
-      this.learnFrom.add(name)
-      if (c.slo.ttft_ms !== undefined)
-        this.ttft.set(name, {
-          sloMs: c.slo.ttft_ms,
-          margin: new TtftMargin(cfg.margin, cfg.ttft_miss_target),
-        })
-    }
-  }
-
-  /**
-   * Predicted TTFT for a new request of this class, were it placed now: dispatched at once
-   * when nothing of its class or above is queued and an endpoint is open to it, else after
-   * the prompts queued ahead of it. `kvBlocked`: no endpoint has KV room for this request
-   * under its class's limit now (a refusal then says kv_exhausted rather than ttft_slo).
-   * `blocks`: its prompt's blocks (prefix awareness): the server part prices only the
-   * tokens not expected in the prefix cache of the endpoints it may go to (see
-   * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
-   * would compute. `session`: its x-session-id (session affinity, when the pool routes by it).
-   */
-  predict(
-    className: string,
-    promptTokens: number,
-    kvTokens: number,
-    blocks?: PromptBlocks,
-    session?: string,
-  ): PoolPrediction {
-    const views = this.pool.views()
-    const view = this.gates.serverView(views, this.meanPrompt)
-    const computeAt = this.prefix.computeAt(blocks, promptTokens)
-    const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt)
-    const blocked = !views.some(open)
-    const kvBlocked =
-      blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
-    const ahead = this.queues.costAhead(className)
-    const queued = ahead > 0 || blocked ? ahead : undefined
-    const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens, computeAt)
-    const hit =
-      blocks === undefined
-        ? undefined
-        : this.prefix.expected(
-            views,
-            blocks,
-            promptTokens,
-            queued === undefined ? open : undefined,
-            kvTokens,
-            session,
-          )
-    const compute = promptTokens - (hit?.expected ?? 0)
-    const prediction = this.estimator.predict(view, queued, promptTokens, roomMs, compute)
-    return {
-      prediction,
-      usable: views.length,
-      kvBlocked,
-      kvOvercommit: views.length > 0 && !views.some((v) => kvFits(v, WHOLE_CACHE, kvTokens)),
-      stepMs: view.stepMs ?? this.estimator.stepMs,
-      leastComputeTokens: promptTokens - (hit?.best ?? 0),
-    }
-  }
-
-  /**
-   * The predicted TTFT a request of this class is admitted up to here: its own TTFT
-   * objective `sloMs` (its class's or its tenant's) × (1 − the class's margin); ∞ for a
-   * class not refused on its predicted TTFT, or a request without a TTFT objective.
-   */
-  ttftBudget(className: string, sloMs: number | undefined): number {
-    const t = this.ttft.get(className)
-    return t === undefined || sloMs === undefined ? Number.POSITIVE_INFINITY : sloMs * (1 - t.margin.value)
-  }
-
-  /** The class's TTFT margin here; undefined for a class not refused on its predicted TTFT. */
-  ttftMargin(className: string): number | undefined {
-    return this.ttft.get(className)?.margin.value
-  }
-
-  /**
-   * The honest Retry-After for a request of this class refused now: when it is predicted
-   * to be possible. The queue ahead of it must drain (at the measured dispatch rate) and
-   * an endpoint must open for it (the earliest one: see EndpointGates.reopenInMs). Never
-   * less than one engine step: nothing changes sooner.
-   */
-  retryAfterMs(className: string, promptTokens: number, kvTokens: number): number {
-    const drain = this.estimator.drainMs(this.queues.costAhead(className))
-    let reopen = Number.POSITIVE_INFINITY
-    const slotFree = (endpoint: string) => this.slotFreeInMs(endpoint)
-    for (const v of this.pool.views()) {
-      reopen = Math.min(reopen, this.gates.reopenInMs(v, className, kvTokens, promptTokens, slotFree))
-    }
-    if (!Number.isFinite(reopen)) reopen = this.pool.retryAfterMs() // no usable endpoint
-    return Math.max(this.estimator.stepMs, drain + reopen)
-  }
-
-  /** When the first request running at `endpoint` is expected to end (its step: live, else the prior). */
-  private slotFreeInMs(endpoint: string): number {
-    const step = this.gates.itl(endpoint) ?? this.estimator.stepMs
-    return this.running.firstEndInMs(endpoint, step, this.clock.now(), (w) =>
-      w.ticket.dispatchedAt === undefined || w.serverFeatures === undefined
-        ? undefined
-        : w.ticket.dispatchedAt + this.estimator.serverMs(w.serverFeatures),
-    )
-  }
-
-  /**
-   * The least TTFT a request of `promptTokens` can have here (an idle endpoint), when that
-   * is above its TTFT objective `sloMs` (default: its class's): waiting cannot help it.
-   * Undefined when it can be met, and for a class not refused on its predicted TTFT.
-   */
-  unreachableMs(className: string, promptTokens: number, sloMs?: number): number | undefined {
-    const c = this.ttft.get(className)
-    const slo = sloMs ?? c?.sloMs
-    if (c === undefined || slo === undefined) return undefined
-    const idle = this.estimator.idleServerMs(promptTokens)
-    return idle > slo ? idle : undefined
+    this.ttft = new TtftObjectives(classes, cfg)
+    this.predictor = new PoolPredictor({
+      pool,
+      gates: this.gates,
+      queues: this.queues,
+      prefix: this.prefix,
+      estimator: this.estimator,
+      running: this.running,
+      ttft: this.ttft,
+      clock,
+    })
   }
 
   /**
@@ -258,7 +149,7 @@ export class PoolAdmission {
       return new GatewayError(
         'GW_ERR_QUEUE_FULL',
         { class: w.className },
-        { retryAfterMs: this.retryAfterMs(w.className, w.promptTokens, w.kvTokens) },
+        { retryAfterMs: this.predictor.retryAfterMs(w.className, w.promptTokens, w.kvTokens) },
       )
     }
     w.owner = this
@@ -277,7 +168,7 @@ export class PoolAdmission {
   /** A gap between two tokens of a stream from `endpoint` (the decode guard's input, and its step time's). */
   observeGap(endpoint: Endpoint, gapMs: number, now: number): void {
     const window = this.gates.observeGap(endpoint.name, gapMs, now)
-    if (window !== undefined) endpoint.facts?.observeStepWindow(window)
+    if (window !== undefined) endpoint.facts?.observeStepWindow(window.meanMs, window.gaps)
   }
 
   private start(w: Waiting, lease: Lease, queuedMs: number): AdmittedLease {
@@ -287,7 +178,7 @@ export class PoolAdmission {
     const endpoint = lease.endpoint.name
     // A batch request's wait is for backfill, which the model does not (and need not)
     // predict: learning from it would inflate every prediction.
-    const learn = this.learnFrom.has(w.className)
+    const learn = this.ttft.learnsFrom(w.className)
     if (learn) this.estimator.observeQueue(w.prediction, queuedMs)
     const pending = this.gates.pendingAt(endpoint)
     // the endpoint is known now: its own expected hit (and the prompt is remembered there)
@@ -311,78 +202,21 @@ export class PoolAdmission {
   finished(w: Waiting, endpoint: string): void {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
     this.running.delete(endpoint, w)
-    this.learn(w)
-    this.syncFacts()
+    learnFromOutcome(w, this.estimator, this.ttft, this.predictor)
+    this.facts.sync(this.estimator)
     this.schedulePump()
-  }
-
-  /**
-   * The estimator's priors from the endpoints' engine facts (their mean), once they are
-   * learned (engine-facts.ts); after a request ends and after scrapes.
-   */
-  syncFacts(): void {
-    const eps = this.pool.endpoints()
-    let step = 0
-    let rate = 0
-    let n = 0
-    for (const e of eps) {
-      if (e.facts === undefined) continue
-      step += e.facts.stepMs().value
-      rate += e.facts.prefillTokensPerS().value
-      n++
-    }
-    if (n > 0) this.estimator.adoptPriors({ stepMs: step / n, prefillTokensPerS: rate / n })
-  }
-
-  /** The engine's least step: the fastest endpoint's step fact (the prior without facts). */
-  private leastStep(): Fact {
-    let best: Fact | undefined
-    for (const e of this.pool.endpoints()) {
-      const s = e.facts?.stepMs()
-      if (s !== undefined && (best === undefined || s.value < best.value)) best = s
-    }
-    return best ?? this.priors.stepMs
-  }
-
-  /** Classes whose TPOT objective no batch size holds on this pool's engines (tpot-reachable.ts). */
-  unreachableTpot(): UnreachableTpot[] {
-    return unreachableTpot(this.classes, this.leastStep())
-  }
-
-  private learn(w: Waiting): void {
-    const t = w.ticket
-    // the mean prefill work of a request (what one waiting at a server costs): its prompt,
-    // less the share expected in the prefix cache
-    const share = w.computeTokens === undefined || w.promptTokens <= 0 ? 1 : w.computeTokens / w.promptTokens
-    const prompt = (t.usage?.promptTokens ?? w.promptTokens) * share
-    this.meanPrompt += PROMPT_ALPHA * (prompt - this.meanPrompt)
-    // Every class teaches the server part (the engine does not know classes), so it keeps
-    // learning while a class is refused; only the queue part is per-class (see start()).
-    if (t.firstTokenAt !== undefined && t.dispatchedAt !== undefined && w.serverFeatures !== undefined) {
-      this.estimator.observeServer(w.serverFeatures, t.firstTokenAt - t.dispatchedAt)
-      // the prompt tokens its prefill met there (pending, its own to compute as the server
-      // counted them, those sent after it that may have shared its step): the prefill rate
-      const pending = (w.serverFeatures[1] ?? 0) - (w.computeTokens ?? 0)
-      w.facts?.observePrefill(pending + prompt + w.joinedTokens, t.firstTokenAt - t.dispatchedAt)
-      const ttftMs = t.firstTokenAt - t.arrivedAt
-      if (this.learnFrom.has(w.className)) this.estimator.judge(w.prediction, ttftMs)
-      // the margin learns from requests admitted on their prediction (not from probes),
-      // each judged by its own objective (its tenant's, where it overrides the class's)
-      const c = this.ttft.get(w.className)
-      const sloMs = t.slo?.ttft_ms ?? c?.sloMs
-      if (c !== undefined && sloMs !== undefined && w.prediction.totalMs <= sloMs)
-        c.margin.observe(ttftMs > sloMs)
-    }
   }
 
   /** Something changed (a request ended, a scrape landed): dispatch what can go. */
   schedulePump(): void {
     if (this.pumpScheduled || this.closed || this.queues.size === 0) return
     this.pumpScheduled = true
-    setImmediate(() => {
+    const run = () => {
       this.pumpScheduled = false
       this.pump()
-    })
+    }
+    if (this.timers !== undefined) this.timers.schedule(0, run)
+    else setImmediate(run)
   }
 
   pump(): void {
@@ -434,23 +268,7 @@ export class PoolAdmission {
     const now = this.clock.now()
     if (now - this.lastShedAt < SHED_INTERVAL_MS) return
     this.lastShedAt = now
-    const view = this.gates.serverView(this.pool.views(), this.meanPrompt)
-    const queueWaitMs = (ahead: number, own: number) => this.estimator.predict(view, ahead, own).queueMs
-    let shed = false
-    for (const [name, c] of this.ttft) {
-      if (this.queues.sizeOf(name) === 0) continue
-      for (const { item: w, predictedMs } of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
-        shed = true
-        w.resolve(
-          new GatewayError(
-            'GW_ERR_TTFT_SLO',
-            { class: name, predicted: Math.round(predictedMs) },
-            { retryAfterMs: this.retryAfterMs(name, w.promptTokens, w.kvTokens) },
-          ),
-        )
-      }
-    }
-    if (shed) this.afterDequeue()
+    if (this.predictor.refuseHopeless(now, (w, error) => w.resolve(error)) > 0) this.afterDequeue()
   }
 
   private afterDequeue(): void {
@@ -470,7 +288,7 @@ export class PoolAdmission {
         new GatewayError(
           'GW_ERR_QUEUE_TIMEOUT',
           { class: w.className },
-          { retryAfterMs: this.retryAfterMs(w.className, w.promptTokens, w.kvTokens) },
+          { retryAfterMs: this.predictor.retryAfterMs(w.className, w.promptTokens, w.kvTokens) },
         ),
       )
     }
@@ -486,24 +304,11 @@ export class PoolAdmission {
     }))
   }
 
-  /**
-   * Classes whose TTFT objective no request can meet here: even a one-token prompt on an
-   * idle endpoint is predicted slower (by the estimator's current fit).
-   */
-  unreachableObjectives(): { class: string; sloMs: number; idleTtftMs: number }[] {
-    const out: { class: string; sloMs: number; idleTtftMs: number }[] = []
-    for (const [name, c] of this.ttft) {
-      const idle = this.unreachableMs(name, 1)
-      if (idle !== undefined) out.push({ class: name, sloMs: c.sloMs, idleTtftMs: Math.round(idle) })
-    }
-    return out
-  }
-
   state(): object {
     return {
       pool: this.pool.name,
-      unreachableObjectives: this.unreachableObjectives(),
-      unreachableTpot: this.unreachableTpot(),
+      unreachableObjectives: this.predictor.unreachableObjectives(),
+      unreachableTpot: this.facts.unreachableTpot(),
       classes: Object.fromEntries(
         this.depths().map((d) => [
           d.class,
@@ -514,11 +319,9 @@ export class PoolAdmission {
           },
         ]),
       ),
-      meanPromptTokens: Math.round(this.meanPrompt),
+      meanPromptTokens: Math.round(this.predictor.meanPrompt),
       floorOwedTokens: this.queues.floorState(),
-      ttftMargin: Object.fromEntries(
-        [...this.ttft].map(([k, v]) => [k, Math.round(v.margin.value * 1000) / 1000]),
-      ),
+      ttftMargin: this.ttft.margins(),
       ...this.gates.state(this.pool.views()),
       engineFacts: Object.fromEntries(this.pool.endpoints().map((e) => [e.name, e.facts?.state() ?? null])),
       estimator: this.estimator.state(),

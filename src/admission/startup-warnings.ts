@@ -20,7 +20,7 @@ export function warnUnreachableTtft(
 ): void {
   const pool = pa.pool.name
   // every request of such a class is refused with ttft_unreachable (x-should-retry: false)
-  for (const u of pa.unreachableObjectives()) {
+  for (const u of pa.predictor.unreachableObjectives()) {
     logger?.warn(
       { pool, ...u },
       `the ${u.class} TTFT objective (${u.sloMs} ms) is below the least TTFT pool ${pool} is predicted to give (${u.idleTtftMs} ms, an idle server); every ${u.class} request there will be refused (ttft_unreachable). Raise classes.${u.class}.slo.ttft_ms, or set admission.estimator priors that match the servers`,
@@ -30,7 +30,7 @@ export function warnUnreachableTtft(
   for (const [index, tenant] of config.tenants.entries()) {
     const own = tenantObjectives(tenant.slo, config.classes) ?? {}
     for (const [name, o] of Object.entries(own)) {
-      const idle = o.ttft_ms === undefined ? undefined : pa.unreachableMs(name, 1, o.ttft_ms)
+      const idle = o.ttft_ms === undefined ? undefined : pa.predictor.unreachableMs(name, 1, o.ttft_ms)
       if (idle === undefined) continue
       logger?.warn(
         { pool, tenant: tenant.id, class: name, sloMs: o.ttft_ms, idleTtftMs: Math.round(idle) },
@@ -45,7 +45,7 @@ export function warnUnreachableTtft(
  * `said` remembers what was logged (at startup by the priors, later by a learned step time).
  */
 export function warnUnreachableTpot(pa: PoolAdmission, said: Set<string>, logger?: AdmissionLogger): void {
-  for (const u of pa.unreachableTpot()) {
+  for (const u of pa.facts.unreachableTpot()) {
     const key = `${pa.pool.name}\u0000${u.class}`
     if (said.has(key)) continue
     said.add(key)

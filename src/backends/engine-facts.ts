@@ -11,24 +11,38 @@
  *
  * - `prefillTokensPerS`, the engine's prefill rate. Measured from each streamed request's
  *   dispatch to first token against the prompt tokens it met there (those pending at the
- *   endpoint plus its own to compute): the least-squares slope, over decayed sums, when the
- *   prompts' lengths spread enough (coefficient of variation ≥ 0.25), else the ratio of
- *   tokens to time less 1.5 steps (half a step waiting for the one in progress, plus the
- *   prefill step's fixed cost). Before MIN_SAMPLES of its own, vLLM's prefill-time and
+ *   endpoint, its own to compute, those sent after it before its first token), over the
+ *   last PREFILL_RING samples: those of requests that met no other prompt when there are
+ *   MIN_SAMPLES of them (their time is their own prefill), else all. The slope of their
+ *   lower-quantile line (quantile-line.ts) when the prompts' lengths spread enough
+ *   (coefficient of variation ≥ 0.25), else the lower quantile of time less 1.5 steps (half
+ *   a step waiting for the one in progress, plus the prefill step's fixed cost) per token.
+ *   A low quantile, not a mean: what delays a first token besides the engine's work (a
+ *   busy gateway, a cold connection, a late timer, another client's request) only adds,
+ *   and one such delay on a short prompt tilted a least-squares line by 10% and more.
+ *   Before MIN_SAMPLES of its own, vLLM's prefill-time and
  *   prompt-token histograms of the requests it finished: prompt tokens (less prefix-cache
  *   hits) over prefill time less one step per request. A restarted gateway has the engine's
  *   history at its first scrape.
- * - `stepMs`, one engine step with a small batch: the lower quartile of the window means of
- *   the inter-token gaps of the endpoint's streams (the decode guard's windows) over the
- *   last RING windows: windows with a prefill step in them are longer, and the least of them
- *   would be biased low by jitter (a late chunk shortens the gap after it).
+ * - `stepMs`, one engine step with a small batch: the lower quartile, over the last RING
+ *   windows of the endpoint's inter-token gaps (the decode guard's), of the mean gap of each
+ *   two consecutive windows. The lower quartile: windows with a prefill step in them are
+ *   longer. Two windows together: when the gateway or the engine stalls, the chunks held up
+ *   arrive bunched, one long gap then near-zero ones; a window boundary in between leaves
+ *   one window long and the next short (the least of the short ones was 10% low on a busy
+ *   machine), and the pair holds both.
  * - `stepTokens`, the most prompt tokens one step computes (vLLM's max_num_batched_tokens):
  *   `capacity.max_num_batched_tokens`, else the engine's default, raised to the largest step
- *   the engine's iteration-tokens histogram shows (an engine never steps past its budget).
+ *   the engine's iteration-tokens histogram shows (an engine never steps past its budget);
+ *   lowered to the histogram's step ceiling when a prompt longer than it was computed alone
+ *   there (its prefill needed more than one step, so the budget is at most the ceiling; the
+ *   histogram's buckets are powers of two, so this is the budget rounded up to one). Without
+ *   such a prompt an engine run with a budget under the default is over-estimated.
  * - `kvCapacityTokens`, `blockSize`: cache_config_info (or `capacity.kv_tokens`).
  * - `maxNumSeqs`: `capacity.max_num_seqs` (vLLM does not export it).
  */
 import { type AdmissionConfig, configured, type EngineName } from '../config/schema.js'
+import { lowQuantile, type Point, quantileSlope } from './quantile-line.js'
 import type { BackendLoad } from './types.js'
 
 export type FactSource = 'config' | 'measured' | 'engine_metric' | 'default_prior'
@@ -43,10 +57,13 @@ export interface EngineFactsView {
   prefillTokensPerS(): Fact
   stepMs(): Fact
   stepTokens(): Fact
-  /** A streamed request met `tokens` of prompt at the endpoint and had its first token `serverMs` after dispatch. */
-  observePrefill(tokens: number, serverMs: number): void
-  /** A window of the endpoint's inter-token gaps closed with this mean, ms. */
-  observeStepWindow(meanMs: number): void
+  /**
+   * A streamed request met `tokens` of prompt at the endpoint and had its first token
+   * `serverMs` after dispatch; `alone`: no other prompt was pending there or sent after it.
+   */
+  observePrefill(tokens: number, serverMs: number, alone?: boolean): void
+  /** A window of the endpoint's inter-token gaps closed with this mean, ms, over `gaps` gaps (default 1). */
+  observeStepWindow(meanMs: number, gaps?: number): void
   /** Each fact with its source, for /admin/state. */
   state(): object
 }
@@ -69,8 +86,14 @@ export const DEFAULT_STEP_TOKENS: Readonly<Record<EngineName, number>> = {
 
 /** Own samples before the measured prefill rate is trusted over the engine's histograms. */
 export const MIN_SAMPLES = 8
-/** Decay of the measured sums per sample (about the last 100 requests). */
-const DECAY = 0.99
+/** Prefill samples kept (the last requests'). */
+const PREFILL_RING = 64
+/** The quantile of the prefill samples the rate's line follows. */
+const PREFILL_QUANTILE = 0.2
+/** Spread of the prompts' lengths (coefficient of variation) above which the slope is fitted. */
+const MIN_SPREAD = 0.25
+/** Fixed cost of a lone request's first token in steps, when the slope cannot be fitted. */
+const FIXED_STEPS = 1.5
 /** Window means kept for the step time. */
 const RING = 32
 /** The quantile of the window means taken as the step time. */
@@ -106,17 +129,24 @@ export interface EstimatorPriorFacts {
   readonly prefillTokensPerS: Fact
 }
 
+interface PrefillSample extends Point {
+  readonly alone: boolean
+}
+
 export class EngineFacts implements EngineFactsView {
   private readonly opts: EngineFactsOptions
-  // measured prefill: decayed sums of x = tokens, y = ms
-  private n = 0
+  // measured prefill: x = tokens, y = ms, the last PREFILL_RING
+  private readonly samples: PrefillSample[] = []
   private count = 0
-  private sx = 0
-  private sy = 0
-  private sxx = 0
-  private sxy = 0
-  private readonly windows: number[] = []
+  /** The measured rate of the samples as they are (undefined: to compute; null: none). */
+  private rateCache: number | null | undefined = undefined
+  private readonly windows: { readonly meanMs: number; readonly gaps: number }[] = []
+  /** The step time of `windows`, kept until the next window (stepMs() is read on every dispatch). */
+  private step: number | undefined = undefined
   private load: BackendLoad | undefined = undefined
+  private scrapes = 0
+  /** The longest prompt computed alone here, and the scrape count when its first token came. */
+  private longestLone = { tokens: 0, atScrape: 0 }
 
   constructor(opts: EngineFactsOptions) {
     this.opts = opts
@@ -125,27 +155,30 @@ export class EngineFacts implements EngineFactsView {
   /** A scrape landed: what the engine's metrics say. */
   scraped(load: BackendLoad): void {
     this.load = load
+    this.scrapes++
   }
 
   /**
    * One streamed request: `tokens` of prompt it met at the endpoint (pending there at
-   * dispatch plus its own to compute), `serverMs` from dispatch to its first token.
+   * dispatch, its own to compute, sent after it), `serverMs` from dispatch to its first
+   * token; `alone` when it met no other prompt.
    */
-  observePrefill(tokens: number, serverMs: number): void {
+  observePrefill(tokens: number, serverMs: number, alone = false): void {
     if (!(tokens > 0) || !(serverMs >= 0)) return
-    this.n = this.n * DECAY + 1
-    this.sx = this.sx * DECAY + tokens
-    this.sy = this.sy * DECAY + serverMs
-    this.sxx = this.sxx * DECAY + tokens * tokens
-    this.sxy = this.sxy * DECAY + tokens * serverMs
+    this.samples.push({ x: tokens, y: serverMs, alone })
+    if (alone && tokens > this.longestLone.tokens) this.longestLone = { tokens, atScrape: this.scrapes }
+    if (this.samples.length > PREFILL_RING) this.samples.shift()
     this.count++
+    this.rateCache = undefined
   }
 
-  /** A window of the endpoint's inter-token gaps closed with this mean, ms. */
-  observeStepWindow(meanMs: number): void {
-    if (!(meanMs > 0)) return
-    this.windows.push(meanMs)
+  /** A window of the endpoint's inter-token gaps closed with this mean, ms, over `gaps` gaps. */
+  observeStepWindow(meanMs: number, gaps = 1): void {
+    if (!(meanMs > 0) || !(gaps > 0)) return
+    this.windows.push({ meanMs, gaps })
     if (this.windows.length > RING) this.windows.shift()
+    this.rateCache = undefined // the fixed cost of the ratio is in steps
+    this.step = undefined
   }
 
   prefillTokensPerS(): Fact {
@@ -159,8 +192,17 @@ export class EngineFacts implements EngineFactsView {
 
   stepMs(): Fact {
     if (this.opts.stepMs.source === 'config' || this.windows.length < MIN_WINDOWS) return this.opts.stepMs
-    const sorted = this.windows.slice().sort((a, b) => a - b)
-    return { value: sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0, source: 'measured' }
+    if (this.step === undefined) {
+      const pairs: number[] = []
+      for (let i = 1; i < this.windows.length; i++) {
+        const a = this.windows[i - 1] as { meanMs: number; gaps: number }
+        const b = this.windows[i] as { meanMs: number; gaps: number }
+        pairs.push((a.meanMs * a.gaps + b.meanMs * b.gaps) / (a.gaps + b.gaps))
+      }
+      const sorted = pairs.sort((a, b) => a - b)
+      this.step = sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0
+    }
+    return { value: this.step, source: 'measured' }
   }
 
   stepTokens(): Fact {
@@ -168,6 +210,16 @@ export class EngineFacts implements EngineFactsView {
     const prior = DEFAULT_STEP_TOKENS[this.opts.engine]
     const seen = this.load?.largestStepTokens
     if (seen !== undefined && seen > prior) return { value: seen, source: 'engine_metric' }
+    // two scrapes after its first token: the histogram holds its prefill's steps
+    const ceiling = this.load?.stepCeilingTokens
+    const lone = this.longestLone
+    if (
+      ceiling !== undefined &&
+      ceiling < prior &&
+      lone.tokens > ceiling &&
+      this.scrapes >= lone.atScrape + 2
+    )
+      return { value: ceiling, source: 'engine_metric' }
     return { value: prior, source: 'default_prior' }
   }
 
@@ -189,15 +241,30 @@ export class EngineFacts implements EngineFactsView {
 
   /** Tokens/s from the gateway's own samples; undefined when they say nothing plausible. */
   private measuredRate(): number | undefined {
-    const n = this.n
-    const mx = this.sx / n
-    const my = this.sy / n
-    const varX = this.sxx / n - mx * mx
-    const cov = this.sxy / n - mx * my
-    let msPerToken: number
-    if (varX > (0.25 * mx) ** 2 && cov > 0) msPerToken = cov / varX
-    else msPerToken = (my - 1.5 * this.stepMs().value) / mx
-    return plausible(1000 / msPerToken)
+    if (this.rateCache === undefined) this.rateCache = this.fitRate() ?? null
+    return this.rateCache ?? undefined
+  }
+
+  private fitRate(): number | undefined {
+    const lone = this.samples.filter((s) => s.alone)
+    const points = lone.length >= MIN_SAMPLES ? lone : this.samples
+    const n = points.length
+    let sx = 0
+    let sxx = 0
+    for (const p of points) {
+      sx += p.x
+      sxx += p.x * p.x
+    }
+    const mx = sx / n
+    const spread = sxx / n - mx * mx > (MIN_SPREAD * mx) ** 2
+    const slope = spread ? quantileSlope(points, PREFILL_QUANTILE) : undefined
+    if (slope !== undefined && slope > 0) return plausible(1000 / slope)
+    const fixed = FIXED_STEPS * this.stepMs().value
+    const msPerToken = lowQuantile(
+      points.map((p) => (p.y - fixed) / p.x),
+      PREFILL_QUANTILE,
+    )
+    return msPerToken === undefined ? undefined : plausible(1000 / msPerToken)
   }
 
   /** Tokens/s from the engine's prefill-time and prompt-token histograms (vLLM V1). */

@@ -7,7 +7,21 @@
  * the same question with no side effect, for admission's prediction of where a request
  * will go: asked and then picked with nothing changed between, both choose the same one.
  */
-import type { EndpointScorer, EndpointView, PickRequest, PoolLoad } from './types.js'
+import type { EndpointScorer, EndpointView, Lease, PickRequest, PoolLoad } from './types.js'
+
+/** What a pool's endpoint offers the picker: whether it may take a request, its view, a lease. */
+export interface Pickable {
+  usable(): boolean
+  view(): EndpointView
+  acquire(tokens: number): Lease
+}
+
+/** The views of the usable endpoints. */
+export function usableViews(endpoints: readonly Pickable[]): EndpointView[] {
+  const out: EndpointView[] = []
+  for (const ep of endpoints) if (ep.usable()) out.push(ep.view())
+  return out
+}
 
 const TIE = 1e-9
 
@@ -37,6 +51,37 @@ export class Picker {
 
   setScorer(scorer: EndpointScorer): void {
     this.scorer = scorer
+  }
+
+  /**
+   * A lease on the endpoint picked among the usable ones that `accept` takes (a pool's
+   * acquire); undefined when none may take the request. The scorer is told of the pick.
+   */
+  acquire(
+    endpoints: readonly Pickable[],
+    tokens: number,
+    accept?: (view: EndpointView) => boolean,
+    request?: PickRequest,
+  ): Lease | undefined {
+    const candidates: Pickable[] = []
+    const views: EndpointView[] = []
+    const excluded: EndpointView[] = []
+    for (const ep of endpoints) {
+      if (!ep.usable()) continue
+      const view = ep.view()
+      if (accept !== undefined && !accept(view)) {
+        excluded.push(view)
+        continue
+      }
+      candidates.push(ep)
+      views.push(view)
+    }
+    if (candidates.length === 0) return undefined
+    const chosen = this.pick(views, tokens, request)
+    if (chosen < 0) return undefined
+    const lease = candidates[chosen]!.acquire(tokens)
+    this.picked(views, chosen, excluded, tokens, request)
+    return lease
   }
 
   /** Index of the chosen view, or -1 when none may take the request; takes a turn. */

@@ -13,7 +13,7 @@ import type { GatewayConfig, PoolConfig } from '../config/schema.js'
 import { DnsDiscovery, type Resolver } from './discovery.js'
 import { type BackendsLogger, PoolEndpoint } from './endpoint.js'
 import type { EstimatorPriorFacts } from './engine-facts.js'
-import type { Picker } from './picker.js'
+import { type Picker, usableViews } from './picker.js'
 import type { BackendPool, Endpoint, EndpointView, Lease, MetricAdapter, PickRequest } from './types.js'
 
 export interface PoolDeps {
@@ -110,26 +110,7 @@ export class EndpointPool implements BackendPool {
     accept?: (view: EndpointView) => boolean,
     request?: PickRequest,
   ): Lease | undefined {
-    const candidates: PoolEndpoint[] = []
-    const views: EndpointView[] = []
-    const excluded: EndpointView[] = []
-    for (const ep of this.active) {
-      if (!ep.usable()) continue
-      const view = ep.view()
-      if (accept !== undefined && !accept(view)) {
-        excluded.push(view)
-        continue
-      }
-      candidates.push(ep)
-      views.push(view)
-    }
-    if (candidates.length === 0) return undefined
-    const picker = this.deps.picker
-    const chosen = picker.pick(views, tokens, request)
-    if (chosen < 0) return undefined
-    const lease = candidates[chosen]!.acquire(tokens)
-    picker.picked(views, chosen, excluded, tokens, request)
-    return lease
+    return this.deps.picker.acquire(this.active, tokens, accept, request)
   }
 
   choose(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined {
@@ -139,9 +120,7 @@ export class EndpointPool implements BackendPool {
   }
 
   views(): EndpointView[] {
-    const out: EndpointView[] = []
-    for (const ep of this.active) if (ep.usable()) out.push(ep.view())
-    return out
+    return usableViews(this.active)
   }
 
   /** Usable endpoints now. */

@@ -35,6 +35,12 @@ export interface BackendLoad {
   promptTokensSum?: number
   /** The most tokens the engine was seen computing in one step (a lower bound of its step budget). */
   largestStepTokens?: number
+  /**
+   * No step the engine ran computed more tokens than this: the upper edge of the highest
+   * finite bucket of its iteration-tokens histogram with a step in it (undefined when a
+   * step fell past the last finite bucket, or none was seen).
+   */
+  stepCeilingTokens?: number
 }
 
 /** Which BackendLoad fields an engine's /metrics cannot give (the ledger stands in). */

@@ -50,3 +50,10 @@ export function typicalByClass(w: LoadedWorkload, samples = 4000): Map<string, T
     out.set(name, { promptTokens: Math.round(s.p / s.n), outputTokens: Math.round(s.o / s.n) })
   return out
 }
+
+/** The mean of the classes' typical lengths (plan's first guess of capacity). */
+export function typicalOverClasses(w: LoadedWorkload): TypicalLengths {
+  const typical = [...typicalByClass(w).values()]
+  const mean = (k: keyof TypicalLengths) => typical.reduce((s, t) => s + t[k], 0) / typical.length
+  return { promptTokens: mean('promptTokens'), outputTokens: mean('outputTokens') }
+}

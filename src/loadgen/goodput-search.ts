@@ -15,7 +15,8 @@
  *
  * It assumes attainment falls as the rate rises. A measured attainment is noisy, so a rate
  * can pass above one that failed; the search keeps the bracket consistent (a pass never lies
- * above a fail it has seen) by trying only rates inside it.
+ * above a fail it has seen): it tries only rates inside it, and a pass recorded above the
+ * lowest fail does not count.
  */
 
 export interface SearchOptions {
@@ -82,8 +83,72 @@ function check(o: SearchOptions): void {
     throw new RangeError(`maxTrials: expected an integer >= 1, got ${o.maxTrials}`)
 }
 
+/**
+ * The search's state and its next step, without running anything: `next()` says which rate
+ * to try (undefined: done, see `stop`), `record()` takes a verdict. Verdicts may come in any
+ * order (a plan records its whole sweep first): the bracket is the lowest failing rate and
+ * the highest passing rate below it, so a pass above a fail never widens it.
+ * searchMaxRate drives it with trials; `slo-gateway plan` with its virtual runs.
+ */
+export class RateSearch<T = undefined> {
+  private readonly o: Required<Omit<SearchOptions, 'onTrial'>>
+  private readonly passes: SearchTrial<T>[] = []
+  private failRate: number | undefined = undefined
+  private tried = 0
+  private done: StopReason | undefined = undefined
+
+  constructor(options: Omit<SearchOptions, 'onTrial'>) {
+    check(options)
+    this.o = { tolerance: 0.05, maxTrials: 10, minRate: options.start / 64, ...options }
+  }
+
+  /** The highest passing trial under the lowest failing rate. */
+  get best(): SearchTrial<T> | undefined {
+    let best: SearchTrial<T> | undefined
+    for (const t of this.passes)
+      if (
+        (this.failRate === undefined || t.rate < this.failRate) &&
+        (best === undefined || t.rate > best.rate)
+      )
+        best = t
+    return best
+  }
+
+  get state(): SearchState {
+    return { pass: this.best?.rate, fail: this.failRate }
+  }
+
+  /** Why next() said undefined (undefined while the search goes on). */
+  get stop(): StopReason | undefined {
+    return this.done
+  }
+
+  /** Judges a trial at `rate` (its attainment against the target) and records it. */
+  record(rate: number, outcome: T & TrialOutcome): SearchTrial<T> {
+    const pass = outcome.attainment >= this.o.attainment
+    const t: SearchTrial<T> = { n: ++this.tried, rate, outcome, pass }
+    if (pass) this.passes.push(t)
+    else if (this.failRate === undefined || rate < this.failRate) this.failRate = rate
+    return t
+  }
+
+  /** The next rate to try, or undefined when the search is done (converged, out of trials, none passed). */
+  next(): number | undefined {
+    const pass = this.best?.rate
+    const fail = this.failRate
+    const rate = nextRate(pass, fail, this.o)
+    if (rate === undefined) this.done = pass === undefined ? 'none-passed' : 'converged'
+    else if (this.tried >= this.o.maxTrials) this.done = 'max-trials'
+    return this.done === undefined ? rate : undefined
+  }
+}
+
 /** The next rate to try given the bracket, or undefined when the search is done. */
-function nextRate(pass: number | undefined, fail: number | undefined, o: Required<SearchOptions>) {
+function nextRate(
+  pass: number | undefined,
+  fail: number | undefined,
+  o: Required<Omit<SearchOptions, 'onTrial'>>,
+) {
   if (pass === undefined && fail === undefined) return o.start
   if (fail === undefined) return (pass as number) * 2
   if (pass === undefined) {
@@ -98,35 +163,19 @@ export async function searchMaxRate<T extends TrialOutcome>(
   trial: (rate: number) => Promise<T>,
   options: SearchOptions,
 ): Promise<SearchResult<T>> {
-  check(options)
-  const o: Required<SearchOptions> = {
-    tolerance: 0.05,
-    maxTrials: 10,
-    minRate: options.start / 64,
-    onTrial: () => {},
-    ...options,
-  }
+  const search = new RateSearch<T>(options)
   const trials: SearchTrial<T>[] = []
-  let pass: SearchTrial<T> | undefined
-  let fail: number | undefined
-  let stop: StopReason | undefined
-  for (;;) {
-    const rate = nextRate(pass?.rate, fail, o)
-    if (rate === undefined) {
-      stop = pass === undefined ? 'none-passed' : 'converged'
-      break
-    }
-    if (trials.length >= o.maxTrials) {
-      stop = 'max-trials'
-      break
-    }
-    const outcome = await trial(rate)
-    const ok = outcome.attainment >= o.attainment
-    const t: SearchTrial<T> = { n: trials.length + 1, rate, outcome, pass: ok }
+  for (let rate = search.next(); rate !== undefined; rate = search.next()) {
+    const t = search.record(rate, await trial(rate))
     trials.push(t)
-    if (ok) pass = t
-    else fail = rate
-    o.onTrial(t, { pass: pass?.rate, fail })
+    options.onTrial?.(t, search.state)
   }
-  return { rate: pass?.rate ?? 0, best: pass, failRate: fail, stop, trials }
+  const best = search.best
+  return {
+    rate: best?.rate ?? 0,
+    best,
+    failRate: search.state.fail,
+    stop: search.stop ?? 'converged',
+    trials,
+  }
 }

@@ -2,7 +2,7 @@ import { Deque } from './deque.js'
 import { type BucketSpec, EngineStats } from './engine-stats.js'
 import { KvBlockManager } from './kv-block-manager.js'
 import type { SimProfile } from './profile-schema.js'
-import { type Queues, type StepPlan, scheduleStep } from './scheduler.js'
+import { newStepPlan, type Queues, type StepPlan, scheduleStep } from './scheduler.js'
 import type { SimRequest } from './sim-request.js'
 import { stepTimeMs } from './step-model.js'
 
@@ -34,6 +34,8 @@ export class SimEngine {
   private readonly slowdown: () => number
   private readonly q: Queues = { running: [], waiting: new Deque<SimRequest>() }
   private plan: StepPlan | null = null
+  /** The plan's arrays, reused every step. */
+  private readonly planBuffer = newStepPlan()
   private pendingAborts = 0
   /** Model time of the last step begun (ms, before scaling), for tests and the bench. */
   lastStepModelMs = 0
@@ -85,9 +87,12 @@ export class SimEngine {
     if (this.plan !== null) throw new Error('beginStep called twice without finishStep')
     if (this.pendingAborts > 0) this.dropAborted()
     if (!this.hasWork) return null
-    const plan = scheduleStep(this.q, this.kv, this.profile.engine, this.stats)
-    if (plan.seqs.length === 0) return null
-    for (const s of plan.seqs) if (s.req.firstScheduled < 0) s.req.firstScheduled = now
+    const plan = scheduleStep(this.q, this.kv, this.profile.engine, this.stats, this.planBuffer)
+    if (plan.length === 0) return null
+    for (let i = 0; i < plan.length; i++) {
+      const req = plan.reqs[i]!
+      if (req.firstScheduled < 0) req.firstScheduled = now
+    }
     this.plan = plan
     this.lastStepModelMs = stepTimeMs(this.profile.stepTime, plan.cost)
     return this.lastStepModelMs * this.timeScale * this.slowdown()
@@ -100,11 +105,13 @@ export class SimEngine {
     this.plan = null
     const st = this.stats
     st.steps++
-    st.busySlots += plan.seqs.length
+    st.busySlots += plan.length
     st.observe('iterationTokens', plan.cost.prefillTokens + plan.cost.decodeSeqs)
     let generated = 0
     let finishedAny = false
-    for (const { req, numNew } of plan.seqs) {
+    for (let i = 0; i < plan.length; i++) {
+      const req = plan.reqs[i]!
+      const numNew = plan.numNew[i]!
       if (req.state !== 'running' || req.abortRequested) continue
       req.numComputed += numNew
       if (req.blockHashes.length > req.cached.length) this.registerFullBlocks(req)

@@ -5,17 +5,43 @@ import type { EngineLimits } from './profile-schema.js'
 import type { SimRequest } from './sim-request.js'
 import type { StepCost } from './step-model.js'
 
-export interface ScheduledSeq {
-  readonly req: SimRequest
-  /** Tokens this sequence computes in the step (1 for a decode, a chunk for a prefill). */
-  readonly numNew: number
+/**
+ * One step's schedule. Its arrays are reused from step to step (an engine steps millions of
+ * times in a plan's sweep: no object per sequence per step); valid until the next
+ * scheduleStep given the same plan.
+ */
+export interface StepPlan {
+  /** The sequences scheduled, in order; the first `length` entries count. */
+  readonly reqs: SimRequest[]
+  /** Tokens each computes in the step (1 for a decode, a chunk for a prefill). */
+  readonly numNew: number[]
+  length: number
+  cost: StepCost
+  preempted: number
 }
 
-export interface StepPlan {
-  readonly seqs: readonly ScheduledSeq[]
-  readonly cost: StepCost
-  readonly preempted: number
+export function newStepPlan(): StepPlan {
+  return {
+    reqs: [],
+    numNew: [],
+    length: 0,
+    cost: { prefillTokens: 0, decodeSeqs: 0, contextTokens: 0 },
+    preempted: 0,
+  }
 }
+
+/** Adds a sequence to the plan; returns the tokens it computes. */
+function take(plan: StepPlan, req: SimRequest, numNew: number, cost: MutableCost): number {
+  plan.reqs[plan.length] = req
+  plan.numNew[plan.length] = numNew
+  plan.length++
+  cost.contextTokens += req.numComputed + numNew
+  if (req.inPrefill) cost.prefillTokens += numNew
+  else cost.decodeSeqs++
+  return numNew
+}
+
+type MutableCost = { -readonly [K in keyof StepCost]: StepCost[K] }
 
 export interface Queues {
   /** Running sequences, oldest admission first (the newest is preempted first). */
@@ -40,21 +66,13 @@ export function scheduleStep(
   kv: KvBlockManager,
   limits: EngineLimits,
   stats: EngineStats,
+  plan: StepPlan = newStepPlan(),
 ): StepPlan {
   let budget = limits.maxNumBatchedTokens
-  const seqs: ScheduledSeq[] = []
-  let prefillTokens = 0
-  let decodeSeqs = 0
-  let contextTokens = 0
+  const cost: MutableCost = { prefillTokens: 0, decodeSeqs: 0, contextTokens: 0 }
   let preempted = 0
-
-  const take = (req: SimRequest, numNew: number): void => {
-    seqs.push({ req, numNew })
-    budget -= numNew
-    contextTokens += req.numComputed + numNew
-    if (req.inPrefill) prefillTokens += numNew
-    else decodeSeqs++
-  }
+  // (entries past `length` may still name the requests of an earlier, larger step: at most a batch)
+  plan.length = 0
 
   let i = 0
   running: while (i < q.running.length && budget > 0) {
@@ -66,11 +84,11 @@ export function scheduleStep(
       preempted++
       if (victim === req) break running
     }
-    take(req, numNew)
+    budget -= take(plan, req, numNew, cost)
     i++
   }
 
-  if (preempted === 0 || seqs.length === 0) {
+  if (preempted === 0 || plan.length === 0) {
     while (q.waiting.length > 0 && budget > 0 && q.running.length < limits.maxNumSeqs) {
       const req = q.waiting.peek() as SimRequest
       const hits = lookupPrefix(req, kv, limits)
@@ -88,11 +106,13 @@ export function scheduleStep(
       req.cachedPromptTokens = hits
       req.state = 'running'
       q.running.push(req)
-      take(req, numNew)
+      budget -= take(plan, req, numNew, cost)
     }
   }
 
-  return { seqs, cost: { prefillTokens, decodeSeqs, contextTokens }, preempted }
+  plan.cost = cost
+  plan.preempted = preempted
+  return plan
 }
 
 function preempt(victim: SimRequest, kv: KvBlockManager, q: Queues, stats: EngineStats): void {

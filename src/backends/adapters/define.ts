@@ -23,6 +23,7 @@ export interface LoadFields {
   prefillCount?: number | undefined
   promptTokensSum?: number | undefined
   largestStepTokens?: number | undefined
+  stepCeilingTokens?: number | undefined
 }
 
 export interface AdapterSpec {
@@ -59,6 +60,7 @@ function toLoad(f: LoadFields): BackendLoad | undefined {
   if (f.prefillCount !== undefined) load.prefillCount = f.prefillCount
   if (f.promptTokensSum !== undefined) load.promptTokensSum = f.promptTokensSum
   if (f.largestStepTokens !== undefined) load.largestStepTokens = f.largestStepTokens
+  if (f.stepCeilingTokens !== undefined) load.stepCeilingTokens = f.stepCeilingTokens
   return load
 }
 

@@ -8,7 +8,10 @@
  * - the largest step: the upper edge of the highest non-empty `vllm:iteration_tokens_total`
  *   bucket that holds at least two steps (one odd step is not a budget). An engine never
  *   steps more tokens than its budget (max_num_batched_tokens), so this is a lower bound of
- *   the budget: the edge of the bucket the full steps fell in.
+ *   the budget: the edge of the bucket the full steps fell in;
+ * - the step ceiling: the upper edge of the highest finite bucket with any step in it, when
+ *   no step fell past the last finite bucket: no step computed more (engine-facts.ts reads
+ *   a budget under the engine's default from it).
  */
 import type { PromText } from '../prom-text.js'
 import { sumOf } from './select.js'
@@ -31,6 +34,7 @@ export interface StepFacts {
   prefillCount: number | undefined
   promptTokensSum: number | undefined
   largestStepTokens: number | undefined
+  stepCeilingTokens: number | undefined
 }
 
 export function readStepFacts(t: PromText): StepFacts {
@@ -43,7 +47,27 @@ export function readStepFacts(t: PromText): StepFacts {
     prefillCount: same ? prefillCount : undefined,
     promptTokensSum: same ? sumOf(t, [`${PROMPT}_sum`]) : undefined,
     largestStepTokens: largestBucket(t, `${ITERATION}_bucket`),
+    stepCeilingTokens: ceilingBucket(t, `${ITERATION}_bucket`),
   }
+}
+
+/** The upper edge of the highest finite non-empty bucket; undefined when one fell past it (+Inf) or none. */
+function ceilingBucket(t: PromText, name: string): number | undefined {
+  const cumulative = new Map<number, number>()
+  for (const s of t.samples.get(name) ?? []) {
+    const le = s.labels.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(s.labels.le)
+    if (Number.isNaN(le) || !Number.isFinite(s.value)) continue
+    cumulative.set(le, (cumulative.get(le) ?? 0) + s.value)
+  }
+  const edges = [...cumulative.keys()].sort((a, b) => a - b)
+  let below = 0
+  let top: number | undefined
+  for (const le of edges) {
+    const c = cumulative.get(le) ?? 0
+    if (c > below) top = le
+    below = c
+  }
+  return top === undefined || !Number.isFinite(top) ? undefined : top
 }
 
 /** The upper edge of the highest finite bucket with at least two observations in it. */

@@ -3,10 +3,11 @@
  * decode step at the batch its KV cache allows (or at any batch), and a TTFT objective
  * below the idle prefill time of the class's typical prompt.
  *
- * Note: the `facts` work (learned engine facts, a pure "is this TPOT attainable at any batch
- * size" in src/admission/) answers the first question from measured steps; this check uses
- * the step model of a profile, or the estimator's priors. They should share one function.
+ * "At any batch" is admission's own judgment (unreachableTpot, src/admission/tpot-reachable.ts),
+ * given here the step a profile's step model (or the estimator's priors) puts on one sequence
+ * at the class's typical context, where admission gives it the step it learned.
  */
+import { unreachableTpot } from '../../admission/tpot-reachable.js'
 import { lengthAwareTtftMs } from '../../objectives.js'
 import type { Check, Finding, PoolSubject } from '../finding.js'
 import { round } from '../finding.js'
@@ -32,19 +33,20 @@ export const tpotUnattainable: Check = ({ config, pools, typical }) => {
     const ctx = t.promptTokens + t.outputTokens / 2
     for (const p of pools) {
       const one = p.cost.decodeStepMs(1, ctx)
-      if (one > tpot) {
+      const [never] = unreachableTpot({ [name]: c }, { value: one, source: p.cost.source })
+      if (never !== undefined) {
         out.push({
           id: 'tpot-unattainable',
           severity: 'error',
           pool: p.name,
           class: name,
           path: `classes.${name}.slo.tpot_ms`,
-          title: `class ${name}: TPOT objective ${tpot} ms is below one decode step of a single sequence on pool ${p.name} (${round(one)} ms)`,
+          title: `class ${name}: TPOT objective ${tpot} ms is below one decode step of a single sequence on pool ${p.name} (${never.leastTpotMs} ms)`,
           numbers: {
             tpotMs: tpot,
-            stepMsAtBatch1: round(one),
+            stepMsAtBatch1: never.leastTpotMs,
             contextTokens: Math.round(ctx),
-            model: p.cost.source,
+            model: never.source,
           },
           why: 'No batch size meets it: every streamed request misses its TPOT objective, so goodput is zero whatever the throughput.',
           fix: `raise classes.${name}.slo.tpot_ms above ${Math.ceil(one / (1 - margin))} ms, or serve this class on faster hardware (tensor parallelism, a smaller model)`,

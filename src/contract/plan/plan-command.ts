@@ -10,7 +10,7 @@ import { loadConfig } from '../../config/load.js'
 import { poolSchema } from '../../config/schema.js'
 import { loadWorkload } from '../../loadgen/workload-load.js'
 import { loadProfile } from '../../sim/profile-loader.js'
-import { typicalByClass } from '../workload-classes.js'
+import { typicalOverClasses } from '../workload-classes.js'
 import { runPlan } from './plan.js'
 import { planSvg } from './plan-svg.js'
 import { planMarkdown } from './plan-text.js'
@@ -97,14 +97,12 @@ export async function planCommand(argv: string[]): Promise<number> {
       'plan',
     )
   const pool = config.backends.pools[0] ?? poolSchema.parse({ name: 'sim', models: ['*'] })
-  const typical = [...typicalByClass(workload).values()]
-  const mean = (k: 'promptTokens' | 'outputTokens') => typical.reduce((s, t) => s + t[k], 0) / typical.length
   const result = runPlan({
     profile,
     config,
     pool,
     workload,
-    typical: { promptTokens: mean('promptTokens'), outputTokens: mean('outputTokens') },
+    typical: typicalOverClasses(workload),
     durationMs: (num('duration', values.duration, 0) ?? 600) * 1000,
     drainMs: workload.workload.drain_timeout_s * 1000,
     attainment: num('attainment', values.attainment, 0, 1) ?? 0.9,

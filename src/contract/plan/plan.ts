@@ -7,13 +7,15 @@
  *
  * 1. Sweep: 8 rates around a first guess of capacity (capacity-guess.ts), each a run with
  *    and without admission: the table and the SVG.
- * 2. Search, per mode: the sweep brackets the boundary (the highest passing rate under the
- *    lowest failing one; doubling or halving when the sweep does not); bisection (geometric
- *    midpoints) until the bracket is within `tolerance`.
+ * 2. Search, per mode: loadgen's (RateSearch, goodput-search.ts, the one `bench
+ *    --find-max-goodput` runs), told the sweep's runs first: they bracket the boundary (the
+ *    highest passing rate under the lowest failing one; doubling or halving when they do not);
+ *    bisection until the bracket is within `tolerance`, at most `maxSearchRuns` more runs.
  * 3. Replicas for `targetRate`: ceil(target / (max goodput x (1 - headroom))); the plan is run
  *    once more at target / replicas per replica, and its cost figures come from that run.
  */
 import type { GatewayConfig, PoolConfig } from '../../config/schema.js'
+import { RateSearch } from '../../loadgen/goodput-search.js'
 import type { LoadedWorkload } from '../../loadgen/workload-load.js'
 import type { SimProfile } from '../../sim/profile-schema.js'
 import type { TypicalLengths } from '../workload-classes.js'
@@ -122,7 +124,6 @@ function costFigures(r: RunResult, perHour: number): CostFigures | undefined {
 export function runPlan(spec: PlanSpec): PlanResult {
   const started = performance.now()
   let runs = 0
-  const passes = (r: RunResult) => r.attainment >= spec.attainment
   const cache = new Map<string, RunResult>()
   const run = (rate: number, admission: boolean): RunResult => {
     const key = `${admission}:${rate}`
@@ -154,35 +155,24 @@ export function runPlan(spec: PlanSpec): PlanResult {
     .sort((a, b) => a - b)
     .map((rate) => ({ rate, withAdmission: run(rate, true), withoutAdmission: run(rate, false) }))
   const sweepMs = performance.now() - started
+  // loadgen's search (goodput-search.ts), told the sweep's runs first: it brackets from them
+  // (doubling past the highest or halving below the lowest when they do not), then bisects
   const search = (admission: boolean): MaxGoodput => {
     const before = runs
-    const tried = () =>
-      [...cache.entries()]
-        .filter(([k]) => k.startsWith(`${admission}:`))
-        .map(([, r]) => r)
-        .sort((a, b) => a.rate - b.rate)
-    const bracket = () => {
-      const all = tried()
-      const fail = all.find((r) => !passes(r))
-      const pass = [...all].reverse().find((r) => passes(r) && (fail === undefined || r.rate < fail.rate))
-      return { pass, fail }
+    const s = new RateSearch<RunResult>({
+      start: sweep[0]!.rate,
+      minRate: sweep[0]!.rate / 16,
+      attainment: spec.attainment,
+      tolerance: spec.tolerance,
+      maxTrials: sweep.length + spec.maxSearchRuns,
+    })
+    for (const p of sweep) s.record(p.rate, admission ? p.withAdmission : p.withoutAdmission)
+    for (let rate = s.next(); rate !== undefined; rate = s.next()) {
+      const r = round3(rate)
+      s.record(r, run(r, admission))
     }
-    let { pass, fail } = bracket()
-    // the sweep did not find the boundary: double past the highest rate, or halve below the lowest
-    for (let i = 0; fail === undefined && i < 4 && runs - before < spec.maxSearchRuns; i++) {
-      run(round3(tried().at(-1)!.rate * 2), admission)
-      ;({ pass, fail } = bracket())
-    }
-    for (let i = 0; pass === undefined && i < 4 && runs - before < spec.maxSearchRuns; i++) {
-      run(round3(tried()[0]!.rate / 2), admission)
-      ;({ pass, fail } = bracket())
-    }
-    while (pass !== undefined && fail !== undefined && (fail.rate - pass.rate) / fail.rate > spec.tolerance) {
-      if (runs - before >= spec.maxSearchRuns) break
-      run(round3(Math.sqrt(pass.rate * fail.rate)), admission)
-      ;({ pass, fail } = bracket())
-    }
-    return { rate: pass?.rate ?? 0, run: pass, failRate: fail?.rate, runs: runs - before }
+    const best = s.best
+    return { rate: best?.rate ?? 0, run: best?.outcome, failRate: s.state.fail, runs: runs - before }
   }
   const withAdmission = search(true)
   const withoutAdmission = search(false)

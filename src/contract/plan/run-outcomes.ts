@@ -37,6 +37,8 @@ export interface RunResult {
   readonly refusedBy: Readonly<Record<string, number>>
   /** CPU time the run took, ms (wall clock of a synchronous run). */
   readonly cpuMs: number
+  /** What admission learned of each replica's engine by the run's end (engine-facts.ts state()). */
+  readonly engineFacts?: readonly object[]
 }
 
 /** bench-summary.ts's isGood, on an outcome: succeeded and met every objective it sets. */

@@ -1,11 +1,14 @@
 /**
  * One simulated replica as the gateway's admission sees it, in virtual time: the simulator's
- * engine (the same step machine `slo-gateway sim` serves), the backends' in-flight ledger, and
+ * engine (the same step machine `slo-gateway sim` serves), the backends' in-flight ledger,
  * "scrapes" of the engine's own state at the pool's scrape interval, corrected by the ledger
- * exactly as a real endpoint's load is (load-correction.ts). No sockets, no timers: the plan's
- * driver moves time.
+ * exactly as a real endpoint's load is (load-correction.ts), and the endpoint's engine facts
+ * (engine-facts.ts), learned as a real endpoint's are: from the scrapes (the engine's prefill
+ * and prompt histograms, as its vLLM /metrics shows them) and from admission's observations
+ * of the requests sent here. No sockets, no timers: the plan's driver moves time.
  */
 import { Dispatcher } from 'undici'
+import { EngineFacts, type EstimatorPriorFacts } from '../../backends/engine-facts.js'
 import { Ledger, type LedgerEntryHandle } from '../../backends/ledger.js'
 import { correctLoad } from '../../backends/load-correction.js'
 import type {
@@ -19,7 +22,15 @@ import type {
 import type { Clock } from '../../clock.js'
 import type { PoolConfig } from '../../config/schema.js'
 import { SimEngine } from '../../sim/engine.js'
+import type { Histogram } from '../../sim/histogram.js'
+import { VLLM_REQUEST_LATENCY_BUCKETS } from '../../sim/metric-formats/vllm-buckets.js'
 import type { SimProfile } from '../../sim/profile-schema.js'
+
+/** The histograms the engine facts read (vLLM's prefill time and prompt tokens per finished request). */
+const FACT_BUCKETS = {
+  prefill: VLLM_REQUEST_LATENCY_BUCKETS,
+  promptTokens: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000],
+}
 
 /** Never sends anything: a virtual endpoint is reached through its engine, not HTTP. */
 const NO_DISPATCHER = new Dispatcher()
@@ -44,6 +55,8 @@ export class VirtualEndpoint implements Endpoint {
   readonly origin: string
   readonly dispatcher: Dispatcher = NO_DISPATCHER
   readonly engine: SimEngine
+  /** Its engine's facts, learned as a real endpoint's are. */
+  readonly facts: EngineFacts
   /** When the step in flight ends (virtual ms); undefined while the engine is idle. */
   stepEndsAt: number | undefined = undefined
   private readonly ledger = new Ledger()
@@ -55,9 +68,18 @@ export class VirtualEndpoint implements Endpoint {
     profile: SimProfile,
     private readonly pool: PoolConfig,
     private readonly clock: Clock,
+    priors: EstimatorPriorFacts,
   ) {
     this.origin = `virtual://${name}`
-    this.engine = new SimEngine({ profile })
+    this.engine = new SimEngine({ profile, buckets: FACT_BUCKETS })
+    const cap = pool.capacity
+    this.facts = new EngineFacts({
+      engine: pool.engine,
+      ...priors,
+      stepTokens: cap.max_num_batched_tokens,
+      kvTokens: cap.kv_tokens,
+      maxNumSeqs: cap.max_num_seqs,
+    })
   }
 
   get load(): BackendLoad | undefined {
@@ -73,6 +95,8 @@ export class VirtualEndpoint implements Endpoint {
     const epoch = this.ledger.beginScrape()
     const e = this.engine
     const pe = e.profile.engine
+    const prefill = e.stats.hist.prefill as Histogram
+    const prompt = e.stats.hist.promptTokens as Histogram
     this.scraped = {
       waiting: e.numWaiting,
       running: e.numRunning,
@@ -80,9 +104,13 @@ export class VirtualEndpoint implements Endpoint {
       kvCapacityTokens: pe.numGpuBlocks * pe.blockSize,
       blockSize: pe.blockSize,
       prefixCaching: pe.enablePrefixCaching,
+      prefillSecondsSum: prefill.sum,
+      prefillCount: prefill.count,
+      promptTokensSum: prompt.sum,
     }
     this.scrapedAt = this.clock.now()
     this.ledger.applyScrape(epoch)
+    this.facts.scraped(this.scraped)
   }
 
   effectiveLoad(): EffectiveLoad {
@@ -111,6 +139,7 @@ export class VirtualEndpoint implements Endpoint {
         ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
         ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
       },
+      facts: this.facts,
     }
   }
 

@@ -2,7 +2,7 @@
  * A pool of virtual endpoints behind the gateway's own picker (least-wait scorer), as
  * admission expects a BackendPool to behave (backends/pool.ts), without HTTP or discovery.
  */
-import { Picker } from '../../backends/picker.js'
+import { Picker, usableViews } from '../../backends/picker.js'
 import { leastWaitScorer } from '../../backends/scorer.js'
 import type { BackendPool, Endpoint, EndpointView, Lease } from '../../backends/types.js'
 import type { PoolConfig } from '../../config/schema.js'
@@ -24,24 +24,11 @@ export class VirtualPool implements BackendPool {
   }
 
   acquire(tokens: number, accept?: (view: EndpointView) => boolean): Lease | undefined {
-    const candidates: VirtualEndpoint[] = []
-    const views: EndpointView[] = []
-    for (const ep of this.replicas) {
-      if (!ep.usable()) continue
-      const view = ep.view()
-      if (accept !== undefined && !accept(view)) continue
-      candidates.push(ep)
-      views.push(view)
-    }
-    if (candidates.length === 0) return undefined
-    const chosen = this.picker.pick(views, tokens)
-    return chosen < 0 ? undefined : candidates[chosen]!.acquire(tokens)
+    return this.picker.acquire(this.replicas, tokens, accept)
   }
 
   views(): EndpointView[] {
-    const out: EndpointView[] = []
-    for (const ep of this.replicas) if (ep.usable()) out.push(ep.view())
-    return out
+    return usableViews(this.replicas)
   }
 
   retryAfterMs(): number {

@@ -116,7 +116,8 @@ describe('admission lifecycle through the gateway', () => {
       backends: { pools: { endpoints: { ledger: { requests: number; tokens: number } }[] }[] }
     }
     for (const pool of state.admission.pools) {
-      for (const c of Object.values(pool.classes)) expect(c).toEqual({ queued: 0, inflight: 0, oldestWaitMs: 0 })
+      for (const c of Object.values(pool.classes))
+        expect(c).toEqual({ queued: 0, inflight: 0, oldestWaitMs: 0 })
       for (const t of Object.values(pool.prefillingTokens)) expect(t).toBe(0)
     }
     for (const pool of state.backends.pools) {

@@ -33,7 +33,15 @@ describe('admission under 3x overload', () => {
   let gw: SimGateway
   const agent = new Agent({ connections: 512 })
   beforeAll(async () => {
-    gw = await startSimGateway({ scale: SCALE })
+    // The prefill budget pinned at the old default (2,048 tokens). Learned from the engine's
+    // step (8,192) it lets 8 of these prompts through at once, and then about a quarter of
+    // the refusals come from the queue 1.3-1.8 s after arrival instead of at arrival: a known
+    // gap of the learned budget (issue 14, in bench:admission's "refusal at arrival" row),
+    // not what this test is for.
+    gw = await startSimGateway({
+      scale: SCALE,
+      raw: { admission: { max_prefill_tokens_per_endpoint: 2048 } },
+    })
   })
   afterAll(async () => {
     await agent.close()

@@ -4,10 +4,12 @@
  */
 
 import { EndpointPrefixCache } from '../../../src/backends/endpoint-prefix-cache.js'
+import type { EngineFactsView } from '../../../src/backends/engine-facts.js'
 import type {
   BackendPool,
   Backends,
   EffectiveLoad,
+  Endpoint,
   EndpointResult,
   EndpointView,
   Lease,
@@ -27,6 +29,8 @@ export class FakePool implements BackendPool {
   /** Each endpoint's prefix cache model, when the pool was made with `prefixCache: true`. */
   readonly prefixCaches: EndpointPrefixCache[] = []
   private readonly withPrefixCache: boolean
+  /** The engine facts of its first endpoint, when the test gives them (endpoints() lists it). */
+  facts: EngineFactsView | undefined = undefined
 
   constructor(name = 'main', models = ['m'], opts: { prefixCache?: boolean } = {}) {
     this.name = name
@@ -50,8 +54,17 @@ export class FakePool implements BackendPool {
     }))
   }
 
-  endpoints() {
-    return []
+  endpoints(): Endpoint[] {
+    if (this.facts === undefined) return []
+    const e: Endpoint = {
+      name: `${this.name}-0`,
+      origin: 'http://127.0.0.1:1',
+      dispatcher: undefined as never,
+      load: undefined,
+      loadAt: undefined,
+      facts: this.facts,
+    }
+    return [e]
   }
 
   acquire(_tokens: number, accept?: (v: EndpointView) => boolean): Lease | undefined {

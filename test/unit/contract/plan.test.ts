@@ -41,6 +41,22 @@ describe('plan: virtual-time runs', () => {
     expect({ ...again, cpuMs: 0 }).toEqual({ ...a, cpuMs: 0 })
   })
 
+  it("learns each replica's engine facts from the run, as a real endpoint does (not the estimator's priors)", () => {
+    const r = runVirtual(spec(20, true, 20_000))
+    const facts = r.engineFacts?.[0] as
+      | { prefillTokensPerS: { value: number; source: string }; stepMs: { value: number; source: string } }
+      | undefined
+    // the tiny profile: 10 us per prompt token (100k tokens/s), a 2 ms step at a small batch;
+    // the priors are 20k tokens/s and 15 ms
+    expect(facts?.prefillTokensPerS.source).toBe('measured')
+    expect(facts?.prefillTokensPerS.value).toBeGreaterThan(50_000)
+    expect(facts?.prefillTokensPerS.value).toBeLessThan(200_000)
+    expect(facts?.stepMs.source).toBe('measured')
+    expect(facts?.stepMs.value).toBeGreaterThan(1.5)
+    expect(facts?.stepMs.value).toBeLessThan(5)
+    expect(runVirtual(spec(20, false, 5_000)).engineFacts).toBeUndefined()
+  })
+
   it('at 2x overload admission refuses (its own reasons) and keeps goodput the plain proxy loses', () => {
     const raw = runVirtual(spec(300, false, 10_000))
     const gw = runVirtual(spec(300, true, 10_000))

@@ -1,0 +1,211 @@
+/**
+ * A pool's predictions for a request not yet placed: its TTFT were it placed now (in the
+ * queue or dispatched at once), the honest Retry-After of a refusal, and whether its TTFT
+ * objective can be met at all. Reads pool admission's parts, changes none of them; the
+ * mean prompt of a request waiting at a server is the one thing it learns (learnPrompt).
+ */
+import type { PromptBlocks } from '../backends/prefix-index.js'
+import type { BackendPool } from '../backends/types.js'
+import type { Clock } from '../clock.js'
+import { GatewayError } from '../errors.js'
+import type { ClassQueues } from './class-queues.js'
+import { shedHopeless } from './early-refusal.js'
+import { type EndpointGates, type GateLimits, kvFits } from './gate.js'
+import type { PrefixAwareness } from './prefix-awareness.js'
+import type { RunningRequests } from './running.js'
+import type { Prediction, ServerView, TtftEstimator } from './ttft-estimator.js'
+import type { TtftObjectives } from './ttft-objectives.js'
+import type { Waiting } from './waiting.js'
+
+const PROMPT_ALPHA = 0.05
+/** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
+const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0 }
+
+/** A request's prediction in a pool (predict()). */
+export interface PoolPrediction {
+  readonly prediction: Prediction
+  /** Usable endpoints (0: no backend). */
+  readonly usable: number
+  /** No endpoint has KV room for it under its class's limit now. */
+  readonly kvBlocked: boolean
+  /** Its KV need is more than every endpoint's free cache. */
+  readonly kvOvercommit: boolean
+  /** The decode step it is predicted to stream at: the endpoints' live step, else the step fact, ms. */
+  readonly stepMs: number
+  /** What the endpoint holding most of its prefix would compute. */
+  readonly leastComputeTokens: number
+}
+
+export interface PredictorParts {
+  readonly pool: BackendPool
+  readonly gates: EndpointGates
+  readonly queues: ClassQueues<Waiting>
+  readonly prefix: PrefixAwareness
+  readonly estimator: TtftEstimator
+  readonly running: RunningRequests
+  readonly ttft: TtftObjectives
+  readonly clock: Clock
+}
+
+export class PoolPredictor {
+  private readonly pool: BackendPool
+  private readonly gates: EndpointGates
+  private readonly queues: ClassQueues<Waiting>
+  private readonly prefix: PrefixAwareness
+  private readonly estimator: TtftEstimator
+  private readonly running: RunningRequests
+  private readonly ttft: TtftObjectives
+  private readonly clock: Clock
+  /** The mean prefill work of a request (what one waiting at a server costs), tokens. */
+  meanPrompt = 512
+
+  constructor(p: PredictorParts) {
+    this.pool = p.pool
+    this.gates = p.gates
+    this.queues = p.queues
+    this.prefix = p.prefix
+    this.estimator = p.estimator
+    this.running = p.running
+    this.ttft = p.ttft
+    this.clock = p.clock
+  }
+
+  /** A request ended: the prompt tokens its server computed go into the mean. */
+  learnPrompt(tokens: number): void {
+    this.meanPrompt += PROMPT_ALPHA * (tokens - this.meanPrompt)
+  }
+
+  /** The servers as the estimator sees them now. */
+  serverView(): ServerView {
+    return this.gates.serverView(this.pool.views(), this.meanPrompt)
+  }
+
+  /**
+   * Predicted TTFT for a new request of this class, were it placed now: dispatched at once
+   * when nothing of its class or above is queued and an endpoint is open to it, else after
+   * the prompts queued ahead of it. `kvBlocked`: no endpoint has KV room for this request
+   * under its class's limit now (a refusal then says kv_exhausted rather than ttft_slo).
+   * `blocks`: its prompt's blocks (prefix awareness): the server part prices only the
+   * tokens not expected in the prefix cache of the endpoints it may go to (see
+   * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
+   * would compute. `session`: its x-session-id (session affinity, when the pool routes by it).
+   */
+  predict(
+    className: string,
+    promptTokens: number,
+    kvTokens: number,
+    blocks?: PromptBlocks,
+    session?: string,
+  ): PoolPrediction {
+    const views = this.pool.views()
+    const view = this.gates.serverView(views, this.meanPrompt)
+    const computeAt = this.prefix.computeAt(blocks, promptTokens)
+    const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt)
+    const blocked = !views.some(open)
+    const kvBlocked =
+      blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
+    const ahead = this.queues.costAhead(className)
+    const queued = ahead > 0 || blocked ? ahead : undefined
+    const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens, computeAt)
+    const hit =
+      blocks === undefined
+        ? undefined
+        : this.prefix.expected(
+            views,
+            blocks,
+            promptTokens,
+            queued === undefined ? open : undefined,
+            kvTokens,
+            session,
+          )
+    const compute = promptTokens - (hit?.expected ?? 0)
+    const prediction = this.estimator.predict(view, queued, promptTokens, roomMs, compute)
+    return {
+      prediction,
+      usable: views.length,
+      kvBlocked,
+      kvOvercommit: views.length > 0 && !views.some((v) => kvFits(v, WHOLE_CACHE, kvTokens)),
+      stepMs: view.stepMs ?? this.estimator.stepMs,
+      leastComputeTokens: promptTokens - (hit?.best ?? 0),
+    }
+  }
+
+  /**
+   * The honest Retry-After for a request of this class refused now: when it is predicted
+   * to be possible. The queue ahead of it must drain (at the measured dispatch rate) and
+   * an endpoint must open for it (the earliest one: see EndpointGates.reopenInMs). Never
+   * less than one engine step: nothing changes sooner.
+   */
+  retryAfterMs(className: string, promptTokens: number, kvTokens: number): number {
+    const drain = this.estimator.drainMs(this.queues.costAhead(className))
+    let reopen = Number.POSITIVE_INFINITY
+    const slotFree = (endpoint: string) => this.slotFreeInMs(endpoint)
+    for (const v of this.pool.views()) {
+      reopen = Math.min(reopen, this.gates.reopenInMs(v, className, kvTokens, promptTokens, slotFree))
+    }
+    if (!Number.isFinite(reopen)) reopen = this.pool.retryAfterMs() // no usable endpoint
+    return Math.max(this.estimator.stepMs, drain + reopen)
+  }
+
+  /** When the first request running at `endpoint` is expected to end (its step: live, else the prior). */
+  private slotFreeInMs(endpoint: string): number {
+    const step = this.gates.itl(endpoint) ?? this.estimator.stepMs
+    return this.running.firstEndInMs(endpoint, step, this.clock.now(), (w) =>
+      w.ticket.dispatchedAt === undefined || w.serverFeatures === undefined
+        ? undefined
+        : w.ticket.dispatchedAt + this.estimator.serverMs(w.serverFeatures),
+    )
+  }
+
+  /**
+   * The least TTFT a request of `promptTokens` can have here (an idle endpoint), when that
+   * is above its TTFT objective `sloMs` (default: its class's): waiting cannot help it.
+   * Undefined when it can be met, and for a class not refused on its predicted TTFT.
+   */
+  unreachableMs(className: string, promptTokens: number, sloMs?: number): number | undefined {
+    const c = this.ttft.get(className)
+    const slo = sloMs ?? c?.sloMs
+    if (c === undefined || slo === undefined) return undefined
+    const idle = this.estimator.idleServerMs(promptTokens)
+    return idle > slo ? idle : undefined
+  }
+
+  /**
+   * Removes from the queues the requests predicted to miss their TTFT objective now
+   * (early-refusal.ts) and hands each, with its refusal, to `refuse`, class by class.
+   * Returns how many.
+   */
+  refuseHopeless(now: number, refuse: (w: Waiting, error: GatewayError) => void): number {
+    const view = this.serverView()
+    const queueWaitMs = (ahead: number, own: number) => this.estimator.predict(view, ahead, own).queueMs
+    let n = 0
+    for (const [name, c] of this.ttft.entries()) {
+      if (this.queues.sizeOf(name) === 0) continue
+      for (const { item: w, predictedMs } of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
+        n++
+        refuse(
+          w,
+          new GatewayError(
+            'GW_ERR_TTFT_SLO',
+            { class: name, predicted: Math.round(predictedMs) },
+            { retryAfterMs: this.retryAfterMs(name, w.promptTokens, w.kvTokens) },
+          ),
+        )
+      }
+    }
+    return n
+  }
+
+  /**
+   * Classes whose TTFT objective no request can meet here: even a one-token prompt on an
+   * idle endpoint is predicted slower (by the estimator's current fit).
+   */
+  unreachableObjectives(): { class: string; sloMs: number; idleTtftMs: number }[] {
+    const out: { class: string; sloMs: number; idleTtftMs: number }[] = []
+    for (const [name, c] of this.ttft.entries()) {
+      const idle = this.unreachableMs(name, 1)
+      if (idle !== undefined) out.push({ class: name, sloMs: c.sloMs, idleTtftMs: Math.round(idle) })
+    }
+    return out
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The TTFT side of one pool's classes: which classes are refused on their predicted TTFT
+ * (`reject_on_ttft`), the objective and the learned margin of each, and what a request's
+ * outcome teaches the margin. Pool admission asks it for a request's admission budget.
+ */
+import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
+import { TtftMargin } from './margin.js'
+
+export interface ClassTtft {
+  readonly sloMs: number
+  readonly margin: TtftMargin
+}
+
+export class TtftObjectives {
+  /** Classes whose queue wait the estimator learns from: those admitted on its prediction. */
+  private readonly learnFrom = new Set<string>()
+  /** Per class refused on its predicted TTFT: its objective and its margin. */
+  private readonly byClass = new Map<string, ClassTtft>()
+
+  constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig) {
+    for (const [name, c] of Object.entries(classes)) {
+      if (!c.reject_on_ttft) continue
+      this.learnFrom.add(name)
+      if (c.slo.ttft_ms !== undefined)
+        this.byClass.set(name, {
+          sloMs: c.slo.ttft_ms,
+          margin: new TtftMargin(cfg.margin, cfg.ttft_miss_target),
+        })
+    }
+  }
+
+  /** True for a class admitted on its predicted TTFT (the estimator learns its queue wait). */
+  learnsFrom(className: string): boolean {
+    return this.learnFrom.has(className)
+  }
+
+  /** The class's objective and margin; undefined for a class not refused on its predicted TTFT. */
+  get(className: string): ClassTtft | undefined {
+    return this.byClass.get(className)
+  }
+
+  /** Number of classes refused on their predicted TTFT with an objective. */
+  get size(): number {
+    return this.byClass.size
+  }
+
+  entries(): IterableIterator<[string, ClassTtft]> {
+    return this.byClass.entries()
+  }
+
+  /**
+   * The predicted TTFT a request of this class is admitted up to: its own objective `sloMs`
+   * × (1 − the class's margin); ∞ for a class not refused on its predicted TTFT, or a
+   * request without a TTFT objective.
+   */
+  budget(className: string, sloMs: number | undefined): number {
+    const t = this.byClass.get(className)
+    return t === undefined || sloMs === undefined ? Number.POSITIVE_INFINITY : sloMs * (1 - t.margin.value)
+  }
+
+  /**
+   * A request's first token came `ttftMs` after it arrived. The margin learns from requests
+   * admitted on their prediction (not from probes), each judged by its own objective
+   * (`ownSloMs`, its tenant's, where it overrides the class's).
+   */
+  observe(className: string, ownSloMs: number | undefined, predictedMs: number, ttftMs: number): void {
+    const c = this.byClass.get(className)
+    const sloMs = ownSloMs ?? c?.sloMs
+    if (c !== undefined && sloMs !== undefined && predictedMs <= sloMs) c.margin.observe(ttftMs > sloMs)
+  }
+
+  /** Each class's margin, for /admin/state. */
+  margins(): Record<string, number> {
+    return Object.fromEntries(
+      [...this.byClass].map(([k, v]) => [k, Math.round(v.margin.value * 1000) / 1000]),
+    )
+  }
+}
