@@ -19,11 +19,11 @@ describe('the bench stays out of the package', () => {
     expect(offenders.map((f) => relative(ROOT, f))).toEqual([])
   })
 
-  it('the build compiles src/ only and the package ships dist/ and config/', () => {
+  it('the build compiles src/ only and the package ships dist/, config/ and web/ (the dashboard)', () => {
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] }
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }
     expect(build.include).toEqual(['src'])
-    expect(pkg.files).toEqual(['dist', 'config'])
+    expect(pkg.files).toEqual(['dist', 'config', 'web'])
   })
 
   it('npm pack lists no benchmark or test file', () => {
