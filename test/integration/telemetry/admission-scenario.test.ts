@@ -159,19 +159,20 @@ describe('telemetry through the gateway with admission', () => {
       )
     await until(() => prefillingOnBig() === 604, 5_000, 'X dispatched to big')
 
-    // 2 degraded: over budget on `big`, so max_tokens is capped to 4 (still over) and the
-    // request falls back to sim/small on the idle pool `small`, where it is good.
+    // 2 degraded: over budget on `big` on TTFT alone, so cap_max_tokens (which cannot help
+    // TTFT) is skipped and the request falls back to sim/small on the idle pool `small`,
+    // where it is good.
     for (let i = 0; i < 2; i++) {
       const r = await chat('fallback', { ...fast, stream: true })
       expect(r.status).toBe(200)
-      expect(r.headers['x-gateway-degraded']).toBe('cap_max_tokens,fallback_model')
+      expect(r.headers['x-gateway-degraded']).toBe('fallback_model')
       expect(r.headers['x-gateway-model']).toBe(SMALL)
       expect(r.headers['x-gateway-backend']).toBe('small-0')
       expect(Number(r.headers['x-gateway-predicted-ttft-ms'])).toBeLessThan(900)
       expect(r.text).toContain(`"model":"${SMALL}"`)
-      expect(r.text.match(/"content":/g)).toHaveLength(4)
+      expect(r.text.match(/"content":/g)).toHaveLength(8)
     }
-    // 1 refused for TTFT after its ladder (cap_max_tokens) did not help: not counted as degraded.
+    // 1 refused for TTFT: its ladder (cap_max_tokens) cannot help TTFT: not counted as degraded.
     expect(refused(await chat('capped', fast))).toEqual([503, 'ttft_slo', 'string'])
 
     // Queued: `big` is blocked (X's 604 prompt tokens fill the 512-token prefill budget).
@@ -257,13 +258,12 @@ describe('telemetry through the gateway with admission', () => {
       'shed/queue_timeout': 1,
     })
     expect(sumBy(m, METRICS.degraded, ['class', 'action'])).toEqual({
-      'fallback/cap_max_tokens': 2,
       'fallback/fallback_model': 2,
     })
     expect(sumBy(m, METRICS.degradedRequests, ['class'])).toEqual({ fallback: 2 })
     expect(sumBy(m, METRICS.goodRequests, ['class'])).toEqual({ fallback: 2, interactive: 6 })
-    // Output tokens of good requests: 2 x 4 (capped) + 6 x 8.
-    expect(sumBy(m, METRICS.goodTokens, ['class'])).toEqual({ fallback: 8, interactive: 48 })
+    // Output tokens of good requests: 2 x 8 (fallen back, not capped) + 6 x 8.
+    expect(sumBy(m, METRICS.goodTokens, ['class'])).toEqual({ fallback: 16, interactive: 48 })
     expect(sumBy(m, METRICS.sloMissed, ['class', 'slo'])).toEqual({
       'interactive/ttft': 1,
       'interactive/tpot': 1,
@@ -273,12 +273,12 @@ describe('telemetry through the gateway with admission', () => {
     // Prompt tokens of every request the server accepted (the server's count, else the
     // gateway's estimate, equal here): X 604; 2 fallback, 6 good, 2 slow x 8 (the 2 the
     // server refused with 503 processed none).
-    // Completion: X 1 chunk relayed; 2 x 4 + 6 x 8 + 2 x 3.
+    // Completion: X 1 chunk relayed; 2 x 8 + 6 x 8 + 2 x 3.
     expect(sumBy(m, METRICS.tokens, ['class', 'kind'])).toEqual({
       'batch/prompt': 604,
       'batch/completion': 1,
       'fallback/prompt': 16,
-      'fallback/completion': 8,
+      'fallback/completion': 16,
       'interactive/prompt': 56,
       'interactive/completion': 51,
       'bulk/prompt': 8,
@@ -292,7 +292,7 @@ describe('telemetry through the gateway with admission', () => {
     expect(sum(m, `${METRICS.tpot}_bucket`, { le: '0.2' })).toBe(6)
     expect(sumBy(m, `${METRICS.e2e}_count`, ['class'])).toEqual({ fallback: 2, interactive: 7, bulk: 1 })
     expect(sum(m, `${METRICS.e2e}_bucket`, { le: '2' })).toBe(8)
-    expect(sum(m, `${METRICS.itl}_count`)).toBe(2 * 3 + 4 * 7 + 2 * 2)
+    expect(sum(m, `${METRICS.itl}_count`)).toBe(2 * 7 + 4 * 7 + 2 * 2)
     expect(sum(m, `${METRICS.predictionError}_count`)).toBe(8)
     // Queue wait: every dispatched request (X, 2 fallback, 2 errors, 6 good, 2 slow), and
     // the one shed after waiting; not the cancelled-while-queued or refused ones.
