@@ -92,7 +92,7 @@ describe('slo-gateway bench load curves', () => {
     expect(cap).toBeGreaterThan(0)
     expect(json.levels.map((l) => l.multiple)).toEqual([0.5, 2])
     // the rates are multiples of the unrounded capacity; the report rounds both to 3 decimals
-    json.levels.forEach((l, i) => expect(l.rate).toBeCloseTo([0.5, 2][i]! * cap, 2))
+    for (const [i, l] of json.levels.entries()) expect(l.rate).toBeCloseTo([0.5, 2][i]! * cap, 2)
     for (const l of json.levels) {
       expect(l.requests.length).toBe(l.summary.classes[0]!.offered)
       expect(l.requests.length).toBeGreaterThan(0)
