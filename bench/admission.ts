@@ -26,7 +26,7 @@ import { peerVersions, workloadSection } from './admission-sections.js'
 import { setupSection } from './admission-setup.js'
 import { targetsTable, type WorkloadOutcome } from './admission-targets.js'
 import { parseLevels, selectWorkloads } from './admission-workloads.js'
-import type { Child } from './processes.js'
+import { type Child, stopOnSignals } from './processes.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -112,11 +112,7 @@ async function main(): Promise<void> {
     stopping = true
     for (const c of children.splice(0).reverse()) await c.stop()
   }
-  for (const signal of ['SIGINT', 'SIGTERM'] as const)
-    process.once(signal, () => {
-      log(`${signal}: stopping the child processes`)
-      void stopAll().finally(() => process.exit(130))
-    })
+  stopOnSignals(stopAll, log)
   const raw: string[] = []
   const report = new Report()
   try {

@@ -31,11 +31,11 @@ import { RedisStore } from '../src/tenants/redis-store.js'
 import {
   buildForBench,
   type Child,
-  canPin,
   freePort,
   loadAverage,
-  pin,
+  pinClient,
   start,
+  stopOnSignals,
   waitReady,
   which,
 } from './processes.js'
@@ -209,9 +209,8 @@ async function main(): Promise<void> {
     throw new RangeError(`--rounds: expected a positive integer, got '${values.rounds}'`)
   if (!(rate > 0 && rate <= 20_000)) throw new RangeError(`--rate: expected 1 to 20000, got '${values.rate}'`)
   const sliceMs = values.quick ? 1_000 : 3_000
-  const pinned = canPin(cpus().length)
-  const [clientCore, gwCore] = pinned ? [0, 1] : [undefined, undefined]
-  if (pinned) pin(process.pid, 0)
+  const { clientCore, otherCore: gwCore } = pinClient()
+  const pinned = clientCore !== undefined
   if (!values['no-build']) buildForBench(ROOT, log)
 
   const started = performance.now()
@@ -221,8 +220,7 @@ async function main(): Promise<void> {
     for (const s of stops.splice(0).reverse()) await s()
     rmSync(dir, { recursive: true, force: true })
   }
-  for (const signal of ['SIGINT', 'SIGTERM'] as const)
-    process.once(signal, () => void stopAll().finally(() => process.exit(130)))
+  stopOnSignals(stopAll)
   try {
     log('starting redis-server, the trivial upstream and three gateways (no limiter, memory, redis)')
     const redis = await startRedis(clientCore)

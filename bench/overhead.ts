@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util'
 import { Report } from '../src/loadgen/report.js'
 import { measureAll, type Profile } from './measure.js'
 import { writeResults } from './overhead-report.js'
-import { buildForBench, canPin, loadAverage, pin, which } from './processes.js'
+import { buildForBench, loadAverage, pinClient, stopOnSignals, which } from './processes.js'
 import {
   admissionWired,
   directTarget,
@@ -155,9 +155,8 @@ async function main(): Promise<void> {
     ...(values.quick ? QUICK : FULL),
     ...(rounds !== undefined ? { rounds } : {}),
   }
-  const pinned = canPin(cpus().length)
-  const [clientCore, proxyCore] = pinned ? [0, 1] : [undefined, undefined]
-  if (pinned) pin(process.pid, 0)
+  const { clientCore, otherCore: proxyCore } = pinClient()
+  const pinned = clientCore !== undefined
   if (!values['no-build']) buildForBench(ROOT, log)
 
   const started = performance.now()
@@ -168,11 +167,7 @@ async function main(): Promise<void> {
     for (const t of targets.splice(0)) await t.stop()
     await upstream?.child.stop()
   }
-  for (const signal of ['SIGINT', 'SIGTERM'] as const)
-    process.once(signal, () => {
-      log(`${signal}: stopping the child processes`)
-      void stopAll().finally(() => process.exit(130))
-    })
+  stopOnSignals(stopAll, log)
   try {
     log('starting the trivial upstream, the gateway (telemetry on and off), nginx, haproxy')
     upstream = await startUpstream(ROOT, clientCore, profile.chunks, profile.intervalMs)

@@ -18,7 +18,7 @@ import { connect } from '../src/loadgen/load-client.js'
 import { Report } from '../src/loadgen/report.js'
 import { measureSize, type PeersProfile, warmTarget } from './peers-measure.js'
 import { PEERS_ORDER, type PeersResults, writePeersResults } from './peers-overhead-report.js'
-import { buildForBench, canPin, loadAverage, pin, which } from './processes.js'
+import { buildForBench, loadAverage, pinClient, stopOnSignals, which } from './processes.js'
 import {
   directTarget,
   portkeyVersion,
@@ -153,9 +153,8 @@ async function main(): Promise<void> {
   if (rounds !== undefined && !(Number.isInteger(rounds) && rounds >= 1))
     throw new RangeError(`--rounds: expected a positive integer, got '${values.rounds}'`)
   const p: PeersProfile = { ...(values.quick ? QUICK : FULL), ...(rounds === undefined ? {} : { rounds }) }
-  const pinned = canPin(cpus().length)
-  const [clientCore, proxyCore] = pinned ? [0, 1] : [undefined, undefined]
-  if (pinned) pin(process.pid, 0)
+  const { clientCore, otherCore: proxyCore } = pinClient()
+  const pinned = clientCore !== undefined
   if (!values['no-build']) buildForBench(ROOT, log)
 
   const started = performance.now()
@@ -166,11 +165,7 @@ async function main(): Promise<void> {
     for (const t of targets.splice(0)) await t.stop()
     await upstream?.child.stop()
   }
-  for (const signal of ['SIGINT', 'SIGTERM'] as const)
-    process.once(signal, () => {
-      log(`${signal}: stopping the child processes`)
-      void stopAll().finally(() => process.exit(130))
-    })
+  stopOnSignals(stopAll, log)
   try {
     upstream = await startUpstream(ROOT, clientCore, p.chunks, p.intervalMs)
     targets.push(directTarget(upstream))

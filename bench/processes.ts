@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -200,4 +201,26 @@ export function loadAverage(): string {
   } catch {
     return 'n/a'
   }
+}
+
+/**
+ * Pins this process (the load client) to core 0 where two cores can be pinned, so the
+ * process under test gets core 1; both undefined where they cannot.
+ */
+export function pinClient(): {
+  readonly clientCore: number | undefined
+  readonly otherCore: number | undefined
+} {
+  if (!canPin(cpus().length)) return { clientCore: undefined, otherCore: undefined }
+  pin(process.pid, 0)
+  return { clientCore: 0, otherCore: 1 }
+}
+
+/** On SIGINT or SIGTERM: `stop` (the bench's children), then exit 130. */
+export function stopOnSignals(stop: () => Promise<void>, log?: (s: string) => void): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => {
+      log?.(`${signal}: stopping the child processes`)
+      void stop().finally(() => process.exit(130))
+    })
 }
