@@ -17,6 +17,8 @@ export interface Hopeless {
   readonly item: Waiting
   /** Its TTFT as predicted now, ms. */
   readonly predictedMs: number
+  /** Its whole wait in the queue as predicted now (waited so far and still to wait), ms. */
+  readonly queueMs: number
 }
 
 /**
@@ -34,9 +36,10 @@ export function shedHopeless(
   const out: Hopeless[] = []
   queues.shedWhere(name, (w, ahead) => {
     const slo = w.ticket.slo?.ttft_ms ?? classSloMs
-    const predictedMs = now - w.ticket.arrivedAt + queueWaitMs(ahead, w.promptTokens) + w.prediction.serverMs
+    const queueMs = now - w.ticket.arrivedAt + queueWaitMs(ahead, w.promptTokens)
+    const predictedMs = queueMs + w.prediction.serverMs
     if (predictedMs <= slo) return false
-    out.push({ item: w, predictedMs })
+    out.push({ item: w, predictedMs, queueMs })
     return true
   })
   return out

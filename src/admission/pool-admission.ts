@@ -20,7 +20,7 @@ import { DeadlineTimer } from './deadline-timer.js'
 import { SHED_INTERVAL_MS } from './early-refusal.js'
 import type { Admitted } from './face.js'
 import { EndpointGates } from './gate.js'
-import { learnFromOutcome } from './outcome-learning.js'
+import { learnFromFirstToken, learnFromOutcome } from './outcome-learning.js'
 import { PoolFacts } from './pool-facts.js'
 import { type PoolPrediction, PoolPredictor } from './pool-prediction.js'
 import { PrefixAwareness } from './prefix-awareness.js'
@@ -202,8 +202,14 @@ export class PoolAdmission {
   finished(w: Waiting, endpoint: string): void {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
     this.running.delete(endpoint, w)
-    learnFromOutcome(w, this.estimator, this.ttft, this.predictor)
+    learnFromOutcome(w, this.predictor)
     this.facts.sync(this.estimator)
+    this.schedulePump()
+  }
+
+  /** A dispatched request's prompt was prefilled (its first token, or its end without one). */
+  prefilled(w: Waiting): void {
+    learnFromFirstToken(w, this.estimator, this.ttft)
     this.schedulePump()
   }
 

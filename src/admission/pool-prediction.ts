@@ -176,13 +176,24 @@ export class PoolPredictor {
    * Returns how many.
    */
   refuseHopeless(now: number, refuse: (w: Waiting, error: GatewayError) => void): number {
-    const view = this.serverView()
-    const queueWaitMs = (ahead: number, own: number) => this.estimator.predict(view, ahead, own).queueMs
+    const queueWaitMs = (ahead: number, own: number) => this.estimator.queuedWaitMs(ahead, own)
     let n = 0
     for (const [name, c] of this.ttft.entries()) {
       if (this.queues.sizeOf(name) === 0) continue
-      for (const { item: w, predictedMs } of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
+      for (const { item: w, predictedMs, queueMs } of shedHopeless(
+        this.queues,
+        name,
+        c.sloMs,
+        now,
+        queueWaitMs,
+      )) {
         n++
+        // It was admitted and will miss: a miss for its class's margin (the admitted requests
+        // that make it are otherwise the only ones it learns from, so arrival decisions would
+        // stay as optimistic as the ones that led here), and its wait, as now predicted, for
+        // the queue model (which else learns only from the requests that were dispatched).
+        c.margin.observe(true)
+        this.estimator.observeQueue(w.prediction, queueMs)
         refuse(
           w,
           new GatewayError(

@@ -76,17 +76,21 @@ export class PrefillLedger {
   /**
    * Milliseconds from `now` until `endpoint` is expected to have room for `tokens` more
    * under a budget of `budget` pending tokens: when enough of its pending prompts have
-   * their first token (by their expected times; an overdue one counts as due now).
+   * their first token (by their expected times; one overdue by some time is expected as
+   * late again: its prediction was wrong by at least that much, and counting it as due now
+   * would keep a cold start on optimistic priors admitting requests the queue will not serve).
    */
   roomInMs(endpoint: string, tokens: number, budget: number, now: number): number {
     const e = this.byEndpoint.get(endpoint)
     if (e === undefined || e.entries.length === 0) return 0
     let left = e.tokens
     if (fitsBudget(left, tokens, budget)) return 0
-    const byTime = e.entries.slice().sort((a, b) => a.doneAt - b.doneAt)
+    const byTime = e.entries
+      .map((x) => ({ tokens: x.tokens, inMs: Math.abs(x.doneAt - now) }))
+      .sort((a, b) => a.inMs - b.inMs)
     for (const x of byTime) {
       left -= x.tokens
-      if (fitsBudget(left, tokens, budget)) return Math.max(0, x.doneAt - now)
+      if (fitsBudget(left, tokens, budget)) return x.inMs
     }
     return 0
   }

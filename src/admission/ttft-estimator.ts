@@ -82,6 +82,15 @@ const RLS_FORGETTING = 0.995
 const PENDING_ALPHA = 0.05
 /** Weight kept per dispatch by the dispatch-rate meter (about the last 50 dispatches). */
 const RATE_DECAY = 0.98
+/**
+ * How far λ, μ and ν may start from 1, per step of noise. Their features are waits of
+ * hundreds of ms where κ's is 1, so a wide spread lets the first few waits (the short ones
+ * of the requests that did get through) throw the slopes far from the queue's structure
+ * (a queue drains at its dispatch rate, behind a full budget) and make a cold start
+ * admit what it cannot serve; tight, a miss is first taken up by κ and the slopes move
+ * only as waits of many sizes accumulate.
+ */
+const QUEUE_SPREAD = 0.1
 /** Server observations under which a new prefill prior re-seeds the server part's fit. */
 export const RESEED_BELOW = 8
 /** A prior that moved by less than this (relative) is not adopted. */
@@ -98,6 +107,8 @@ export class TtftEstimator {
   /** Dispatch-rate meter: decayed sums of tokens dispatched and of backlogged time. */
   private rateTokens: number
   private rateMs = 1000
+  /** Decayed count of the dispatches measured (the prior counts as one). */
+  private rateCount = 1
   private backloggedSince: number | undefined = undefined
   /** Mean prompt tokens pending at the endpoint when a queued request was dispatched. */
   private queuedPending = 0
@@ -111,7 +122,12 @@ export class TtftEstimator {
     this.prefillPrior = hints.prefillTokensPerS
     this.rls = serverRls(hints)
     const step = hints.stepMs
-    this.queueRls = new Rls([0, 1, 1, 1], RLS_FORGETTING, [4, 1 / step, 1 / step, 1 / step])
+    this.queueRls = new Rls([0, 1, 1, 1], RLS_FORGETTING, [
+      4,
+      QUEUE_SPREAD / step,
+      QUEUE_SPREAD / step,
+      QUEUE_SPREAD / step,
+    ])
     this.rateTokens = hints.prefillTokensPerS
   }
 
@@ -151,9 +167,35 @@ export class TtftEstimator {
     return this.stepPriorMs
   }
 
-  /** Prompt tokens per ms the pool dispatches from a backlogged queue, per endpoint-less pool total. */
+  /**
+   * Prompt tokens per ms the pool dispatches from a backlogged queue (the pool's total). The
+   * time since the last dispatch of a backlog counts too, beyond the mean gap between
+   * dispatches: a queue that has not moved for much longer than usual is draining slower
+   * than its last dispatches said (a cold start on optimistic
+   * priors, a server that slowed down), and the requests arriving behind it must know.
+   */
   dispatchRate(): number {
+    if (this.backloggedSince === undefined) return this.measuredRate()
+    // beyond the mean gap between dispatches: a gap as long as usual says nothing new
+    const meanGap = this.rateMs / this.rateCount
+    const overdue = Math.max(0, this.clock.now() - this.backloggedSince - meanGap)
+    return this.rateTokens / (this.rateMs + overdue)
+  }
+
+  /** The dispatch rate of the dispatches measured, the current gap left out. */
+  private measuredRate(): number {
     return this.rateTokens / this.rateMs
+  }
+
+  /**
+   * The queue part for a request already queued (early refusal's re-prediction): at the
+   * measured rate, the current gap left out. An arrival is refused when in doubt (a gap
+   * longer than usual counts, see dispatchRate); a request already waiting is refused only
+   * when the queue as measured says it cannot make it, not on a gap that may end now.
+   */
+  queuedWaitMs(aheadTokens: number, ownTokens: number): number {
+    const rate = this.measuredRate()
+    return Math.max(0, this.queueRls.predict([1, aheadTokens / rate, ownTokens / rate, 0]))
   }
 
   /**
@@ -208,6 +250,7 @@ export class TtftEstimator {
     this.rateMeasured = true
     this.rateTokens = this.rateTokens * RATE_DECAY + tokens
     this.rateMs = this.rateMs * RATE_DECAY + (now - this.backloggedSince)
+    this.rateCount = this.rateCount * RATE_DECAY + 1
     this.backloggedSince = now
   }
 

@@ -60,9 +60,10 @@ let waitingSeq = 0
 
 /**
  * The lease of an admitted request: the endpoint's lease, plus admission's observer of
- * the exchange. The prompt counts in the endpoint's prefill budget until it is prefilled;
- * each token gap feeds the endpoint's decode guard; at the end the endpoint's lease is
- * released first, then the estimator learns and the dispatcher runs.
+ * the exchange. The prompt counts in the endpoint's prefill budget until it is prefilled,
+ * when the estimator learns its TTFT; each token gap feeds the endpoint's decode guard; at
+ * the end the endpoint's lease is released first, then its prompt's size is learned and
+ * the dispatcher runs.
  */
 export class AdmittedLease implements Lease {
   private released = false
@@ -79,7 +80,7 @@ export class AdmittedLease implements Lease {
 
   prefilled(): void {
     this.uncount()
-    this.owner.schedulePump()
+    this.owner.prefilled(this.w)
   }
 
   tokenGap(_t: Ticket, gapMs: number, now: number): void {

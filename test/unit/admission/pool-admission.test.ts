@@ -272,3 +272,29 @@ describe('Retry-After', () => {
     pa.close()
   })
 })
+
+describe('learning at the first token', () => {
+  it('fits the server part when a request gets its first token, not when its stream ends', () => {
+    dispatched = []
+    const pool = new FakePool()
+    pool.slots = 10
+    const clock = new ManualClock()
+    const pa = new PoolAdmission(pool, config.classes, config.admission, clock)
+    const samples = () => (pa.state() as { estimator: { samples: number } }).estimator.samples
+    const first = item('i0', 'interactive', 't')
+    place(pa, first, 't', 1, clock.now() + 60_000)
+    const lease = first.granted as Lease
+    first.ticket.dispatchedAt = clock.now()
+    clock.advance(300)
+    first.ticket.firstTokenAt = clock.now()
+    expect(samples()).toBe(0)
+    lease.prefilled?.(first.ticket)
+    // judged (and the server part fitted) at once: a long stream still running does not
+    // hold back what its first token says
+    expect(samples()).toBe(1)
+    clock.advance(5_000)
+    lease.release('ok')
+    expect(samples()).toBe(1) // learned once
+    pa.close()
+  })
+})

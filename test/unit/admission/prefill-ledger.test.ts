@@ -26,8 +26,11 @@ describe('PrefillLedger', () => {
     expect(l.roomInMs('e0', 400, 2048, 10)).toBe(30)
     // larger than the budget: when the endpoint is empty
     expect(l.roomInMs('e0', 3000, 2048, 10)).toBe(90)
-    // overdue: due now
-    expect(l.roomInMs('e0', 1000, 2048, 500)).toBe(0)
+    // overdue: expected as late again (the 1200 due at 100, at 500 is 400 late: in 400)
+    expect(l.roomInMs('e0', 1000, 2048, 500)).toBe(400)
+    // the order is by the expected times as they are now: at 120 the 600 (80 late) is
+    // expected in 80, the 1200 (20 late) in 20, so 400 more fit in 20
+    expect(l.roomInMs('e0', 400, 2048, 120)).toBe(20)
     first()
     expect(l.roomInMs('e0', 1000, 2048, 10)).toBe(0)
   })

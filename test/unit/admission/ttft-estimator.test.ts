@@ -39,6 +39,27 @@ describe('TtftEstimator', () => {
     expect(p.queueMs).toBeCloseTo((1_000 + 500) / e.dispatchRate(), 6)
   })
 
+  it('counts a backlog that has not moved since its last dispatch as draining slower', () => {
+    const clock = new ManualClock()
+    const e = new TtftEstimator(hints, clock)
+    for (let i = 0; i < 400; i++) {
+      e.onBacklog(true)
+      clock.advance(100)
+      e.onDispatch(500, 0, true) // 5 tokens per ms
+    }
+    const rate = e.dispatchRate()
+    expect(rate).toBeCloseTo(5, 1)
+    // still backlogged, nothing dispatched for 2 s: the rate falls while it lasts ...
+    clock.advance(2_000)
+    expect(e.dispatchRate()).toBeLessThan(rate * 0.9)
+    const stalled = e.predict(view(0), 1_000, 500).queueMs
+    expect(stalled).toBeGreaterThan((1_000 + 500) / rate)
+    // ... and the queue going empty ends the dry spell
+    e.onBacklog(false)
+    clock.advance(5_000)
+    expect(e.dispatchRate()).toBeCloseTo(rate, 6)
+  })
+
   it('fits the server time from dispatch-to-first-token and the queue wait from arrival-to-dispatch', () => {
     const e = new TtftEstimator(hints, new ManualClock())
     let seed = 11
