@@ -188,11 +188,8 @@ export class PoolPredictor {
         queueWaitMs,
       )) {
         n++
-        // It was admitted and will miss: a miss for its class's margin (the admitted requests
-        // that make it are otherwise the only ones it learns from, so arrival decisions would
-        // stay as optimistic as the ones that led here), and its wait, as now predicted, for
-        // the queue model (which else learns only from the requests that were dispatched).
-        c.margin.observe(true)
+        // Its wait, as now predicted, teaches the queue model, which else learns only from
+        // the requests that were dispatched (a survivor bias that keeps arrivals optimistic).
         this.estimator.observeQueue(w.prediction, queueMs)
         refuse(
           w,

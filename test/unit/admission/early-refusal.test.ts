@@ -85,21 +85,6 @@ describe('early refusal of queued requests', () => {
     pa.close()
   })
 
-  it('counts each request refused from the queue as a miss of the margin that admitted it', () => {
-    const { clock, pa } = setup()
-    const margin = () => (pa.state() as { ttftMargin: Record<string, number> }).ttftMargin.interactive ?? 0
-    const before = margin()
-    const items = Array.from({ length: 5 }, () => new Item(clock, 'interactive'))
-    for (const it of items) pa.place(it, 't', 1, clock.now() + 60_000)
-    clock.advance(480) // the stalled server: none can make it now
-    pa.pump()
-    expect(items.every((i) => i.outcome instanceof GatewayError)).toBe(true)
-    // admitted on a prediction that failed, five times: the next arrivals are judged with
-    // a wider margin (each miss widens it by one step)
-    expect(margin()).toBeCloseTo(before + 5 * 0.02, 2)
-    pa.close()
-  })
-
   it('never refuses a class that waits (batch) this way', () => {
     const { clock, pa } = setup()
     const waiting = new Item(clock, 'batch')
