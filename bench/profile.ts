@@ -1,12 +1,13 @@
 /**
- * `npm run bench:profile [-- --size BYTES] [-- --stream] [-- --seconds S] [-- --rate R] [-- --gc]`
+ * `npm run bench:profile [-- --size BYTES] [-- --stream] [-- --seconds S] [-- --rate R] [-- --gc] [-- --root DIR]`
  *
  * Where the gateway's CPU goes on the request path: the trivial upstream and slo-gateway
  * with every feature on (bench/peers/gateway-all.yaml) under `node --cpu-prof` (or
  * `--trace-gc`), an open loop of chat requests of one body size at a fixed rate, then a
  * table of the profile's self time by function and by source file, per request. The
  * numbers come from V8's sampling profiler (one sample every 100 µs by default); read them
- * as shares, not as exact costs. Writes the .cpuprofile and the summary under reports/.
+ * as shares, not as exact costs. `--root DIR` profiles another build (DIR/dist/cli.js), for
+ * a before/after. Writes the .cpuprofile and the summary under reports/profile/.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -88,6 +89,39 @@ function table(m: Map<string, number>, requests: number, top: number): string {
   return lines.join('\n')
 }
 
+/** Pauses by kind from --trace-gc lines (`... ms: Scavenge 10.1 (12.3) -> 9.8 (13.3) MB, 0.85 / 0.00 ms ...`). */
+function gcSummary(
+  lines: readonly string[],
+  served: number,
+  size: number,
+  stream: boolean,
+  rate: number,
+  s: number,
+) {
+  const kinds = new Map<string, { n: number; ms: number; max: number }>()
+  for (const l of lines) {
+    const m = l.match(/ ms: ([A-Za-z-]+)[^,]*, ([\d.]+) \/ /)
+    if (m === null) continue
+    const k = kinds.get(m[1]!) ?? { n: 0, ms: 0, max: 0 }
+    const pause = Number(m[2])
+    k.n++
+    k.ms += pause
+    k.max = Math.max(k.max, pause)
+    kinds.set(m[1]!, k)
+  }
+  const rows = [...kinds.entries()].map(
+    ([kind, k]) =>
+      `| ${kind} | ${k.n} | ${(k.ms / k.n).toFixed(2)} | ${k.max.toFixed(2)} | ${((1000 * k.ms) / served).toFixed(1)} |`,
+  )
+  return [
+    `# GC: ${size} B bodies${stream ? ', streamed' : ''}, ${rate} req/s for ${s} s (${served} requests)`,
+    '',
+    '| kind | pauses | mean ms | max ms | pause µs/request |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    ...rows,
+  ].join('\n')
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -98,6 +132,7 @@ async function main(): Promise<void> {
       gc: { type: 'boolean', default: false },
       top: { type: 'string', default: '30' },
       out: { type: 'string', default: join(ROOT, 'reports/profile') },
+      root: { type: 'string' },
       'no-build': { type: 'boolean', default: false },
     },
   })
@@ -119,9 +154,15 @@ async function main(): Promise<void> {
   const child = start(
     'gateway',
     process.execPath,
-    [...flags, join(ROOT, 'dist/cli.js'), 'serve', '--config', join(dir, 'gateway.yaml')],
+    [...flags, join(values.root ?? ROOT, 'dist/cli.js'), 'serve', '--config', join(dir, 'gateway.yaml')],
     otherCore,
   )
+  // --trace-gc: every line of the measured window (the child keeps only its last lines)
+  const gcLines: string[] = []
+  let measuring = false
+  child.proc.stdout?.on('data', (b: Buffer) => {
+    if (measuring) for (const l of b.toString().split('\n')) if (l.includes(' ms: ')) gcLines.push(l)
+  })
   const origin = `http://127.0.0.1:${port}`
   const client = connect(origin, 64)
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${GATEWAY_ALL_KEY}` }
@@ -142,7 +183,9 @@ async function main(): Promise<void> {
     log(`warm-up, then ${seconds} s at ${rate} req/s, ${size} B bodies${values.stream ? ', streamed' : ''}`)
     await closedLoop({ client, request, concurrency: 16, durationMs: 3_000 })
     fromUs = monoUs()
+    measuring = true
     const r = await openLoop({ client, request, ratePerS: rate, durationMs: seconds * 1000 })
+    measuring = false
     toUs = monoUs()
     served = r.records.filter(succeeded).length
     log(`${served} of ${r.records.length} served; outcomes ${JSON.stringify(outcomes(r.records))}`)
@@ -154,12 +197,10 @@ async function main(): Promise<void> {
   mkdirSync(values.out, { recursive: true })
   const tag = `${size}${values.stream ? '-stream' : ''}`
   if (values.gc) {
-    const lines = child
-      .output()
-      .split('\n')
-      .filter((l) => l.includes('ms: '))
-    writeFileSync(join(values.out, `gc-${tag}.txt`), `${lines.join('\n')}\n`)
-    log(`GC trace tail in ${join(values.out, `gc-${tag}.txt`)} (last 4000 characters of output)`)
+    writeFileSync(join(values.out, `gc-${tag}.txt`), `${gcLines.join('\n')}\n`)
+    const text = `${gcSummary(gcLines, served, size, values.stream, rate, seconds)}\n`
+    writeFileSync(join(values.out, `gc-${tag}.md`), text)
+    process.stdout.write(text)
   } else {
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
     if (file === undefined) throw new Error(`no .cpuprofile in ${dir}: ${child.output()}`)
