@@ -5,7 +5,7 @@
  * is no secret to time (constant-time comparison would protect nothing a hash lookup
  * leaks), and the key itself is never kept or logged.
  */
-import { hash } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { DEFAULT_CLASS } from '../admission/classify.js'
 import type { GatewayConfig } from '../config/schema.js'
 import type { TenantSloConfig } from '../config/tenant-slo.js'
@@ -34,8 +34,7 @@ export interface Tenant {
 
 /** The SHA-256 hex digest of a key: what `api_keys` holds and `slo-gateway hash-key` prints. */
 export function hashKey(key: string): string {
-  // the one-shot digest: no Hash object per request (half the time of createHash().update().digest())
-  return hash('sha256', key, 'hex')
+  return createHash('sha256').update(key, 'utf8').digest('hex')
 }
 
 const NO_OVERRIDES: TenantSloConfig = Object.freeze({})
