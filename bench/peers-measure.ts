@@ -47,6 +47,8 @@ export interface SizeStats {
     readonly rate: number
     readonly p50: number
     readonly p99: number
+    /** Proxy CPU per request at this rate, µs (NaN for the upstream itself). */
+    readonly cpuUs: number
     readonly failed: number
   }[]
   readonly streamsPerS: number
@@ -58,6 +60,9 @@ export interface SizeStats {
   /** Every failed request of the round at this size. */
   readonly failed: number
 }
+
+/** Fixed rates whose bytes per second exceed this are skipped (rate x body size). */
+export const MAX_BYTES_PER_S = 64 * 2 ** 20
 
 /** A chat request whose JSON body is `bytes` long (± a few), the prompt padded with text. */
 export function chatBody(bytes: number, stream: boolean, chunks: number): string {
@@ -114,10 +119,21 @@ export async function measureSize(
   const satLat = lat(sat)
   const fixed = []
   for (const rate of p.rates) {
+    if (rate * bytes > MAX_BYTES_PER_S) {
+      // more than the upstream alone can take (it serves ~500 req/s of 200 KB): not measured
+      fixed.push({ rate, p50: Number.NaN, p99: Number.NaN, cpuUs: Number.NaN, failed: 0 })
+      continue
+    }
     await open(plain, rate, p.warmupMs)
-    const r = await open(plain, rate, p.sliceMs)
+    const [r, cpu] = await withCpu(t, () => open(plain, rate, p.sliceMs))
     const l = lat(r)
-    fixed.push({ rate, p50: percentile(l, 50), p99: percentile(l, 99), failed: failedOf(r) })
+    fixed.push({
+      rate,
+      p50: percentile(l, 50),
+      p99: percentile(l, 99),
+      cpuUs: (cpu * 1000) / okOf(r).length,
+      failed: failedOf(r),
+    })
   }
   await closed(sse, p.streamConcurrency, p.warmupMs)
   const [streams, streamCpu] = await withCpu(t, () => closed(sse, p.streamConcurrency, p.sliceMs))

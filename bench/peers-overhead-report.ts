@@ -10,7 +10,14 @@ import type { TargetKey } from './targets.js'
 /** results.get(size).get(target) = one SizeStats per round. */
 export type PeersResults = Map<number, Map<TargetKey, { label: string; rounds: SizeStats[] }>>
 
-export const PEERS_ORDER: readonly TargetKey[] = ['direct', 'nginx', 'haproxy', 'portkey', 'gateway-all']
+export const PEERS_ORDER: readonly TargetKey[] = [
+  'direct',
+  'nginx',
+  'haproxy',
+  'portkey',
+  'gateway-all',
+  'gateway-before',
+]
 
 const kb = (bytes: number) => `${Math.round(bytes / 1024)} KB`
 
@@ -87,7 +94,7 @@ export function writePeersResults(
         'p50 ms',
         'p99 ms',
         'CPU µs/req',
-        ...rates.flatMap((r) => [`p50 @${r}/s`, `p99 @${r}/s`, `added p50 @${r}/s`]),
+        ...rates.flatMap((r) => [`p50 @${r}/s`, `p99 @${r}/s`, `added p50 @${r}/s`, `CPU µs/req @${r}/s`]),
         'failed',
       ],
       keys.map((k) => {
@@ -108,6 +115,7 @@ export function writePeersResults(
               ms(med(rs, f)),
               ms(med(rs, (s) => s.fixed[i]?.p99 ?? Number.NaN)),
               k === 'direct' ? '' : plus(added(rs, base, f)),
+              us(med(rs, (s) => s.fixed[i]?.cpuUs ?? Number.NaN)),
             ]
           }),
           rs.reduce((a, s) => a + s.failed, 0),

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { connect } from '../src/loadgen/load-client.js'
 import { Report } from '../src/loadgen/report.js'
+import { writeAcceptance } from './peers-acceptance.js'
 import { measureSize, type PeersProfile, warmTarget } from './peers-measure.js'
 import { PEERS_ORDER, type PeersResults, writePeersResults } from './peers-overhead-report.js'
 import { buildForBench, loadAverage, pinClient, stopOnSignals, which } from './processes.js'
@@ -63,6 +64,9 @@ const USAGE = `Usage: npm run bench:peers:overhead -- [options]
   --quick          one round, shorter slices, one fixed rate (about 2.5 min instead of about 8)
   --targets LIST   some of ${PEERS_ORDER.join(',')} (default all; direct is always run)
   --sizes LIST     request bodies in bytes (default ${SIZES.join(',')})
+  --rates LIST     fixed rates of the open-loop slices, req/s (default 100,400; 200 with --quick);
+                   a rate x body size over 64 MiB/s is skipped
+  --before DIR     also run the build in DIR (its dist/cli.js) as target gateway-before
   --rounds N       rounds (default 3; 1 with --quick)
   --out FILE       report file (default bench/results/peers-overhead.md)
   --no-build       use dist/ and bench/dist/ as they are instead of running tsc first
@@ -132,6 +136,8 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       targets: { type: 'string' },
       sizes: { type: 'string' },
+      rates: { type: 'string' },
+      before: { type: 'string' },
       rounds: { type: 'string' },
       out: { type: 'string', default: join(ROOT, 'bench/results/peers-overhead.md') },
       'no-build': { type: 'boolean', default: false },
@@ -152,7 +158,14 @@ async function main(): Promise<void> {
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds)
   if (rounds !== undefined && !(Number.isInteger(rounds) && rounds >= 1))
     throw new RangeError(`--rounds: expected a positive integer, got '${values.rounds}'`)
-  const p: PeersProfile = { ...(values.quick ? QUICK : FULL), ...(rounds === undefined ? {} : { rounds }) }
+  const rates = list(values.rates, 'rates')?.map(Number)
+  if (rates?.some((r) => !(Number.isInteger(r) && r >= 1)))
+    throw new RangeError(`--rates: expected requests per second, got '${values.rates}'`)
+  const p: PeersProfile = {
+    ...(values.quick ? QUICK : FULL),
+    ...(rounds === undefined ? {} : { rounds }),
+    ...(rates === undefined ? {} : { rates }),
+  }
   const { clientCore, otherCore: proxyCore } = pinClient()
   const pinned = clientCore !== undefined
   if (!values['no-build']) buildForBench(ROOT, log)
@@ -186,6 +199,10 @@ async function main(): Promise<void> {
             : `${key}: binary not found (apt-get install ${key})`,
         )
       else targets.push(t)
+    }
+    if (values.before !== undefined) {
+      log(`starting gateway-before from ${values.before}`)
+      targets.push(await startGatewayAll(ROOT, upstream, proxyCore, values.before))
     }
     const clients = new Map(
       targets.map((t) => [t.key, connect(t.origin, Math.max(64, p.concurrency, p.streamConcurrency))]),
@@ -222,6 +239,7 @@ async function main(): Promise<void> {
     }
     const report = new Report()
     header(report, p, values.quick, pinned, skipped)
+    writeAcceptance(report, results, p.rates)
     writePeersResults(report, results, p.rates, p.streamRate)
     report.paragraph(
       `Wall time: ${((performance.now() - started) / 1000).toFixed(0)} s. Load average (1/5/15 min) before the rounds: ${loadBefore}; after: ${loadAverage()}.`,

@@ -12,7 +12,15 @@ import { type Child, freePort, start, waitReady, which } from './processes.js'
 /** The trivial upstream built to plain JS (bench/tsconfig.build.json), relative to the root. */
 export const UPSTREAM_JS = 'bench/dist/trivial-upstream.js'
 
-export type TargetKey = 'direct' | 'gateway' | 'gateway-off' | 'gateway-all' | 'nginx' | 'haproxy' | 'portkey'
+export type TargetKey =
+  | 'direct'
+  | 'gateway'
+  | 'gateway-off'
+  | 'gateway-all'
+  | 'gateway-before'
+  | 'nginx'
+  | 'haproxy'
+  | 'portkey'
 
 export interface Target {
   readonly key: TargetKey
@@ -190,7 +198,13 @@ export const GATEWAY_ALL_KEY = 'sk-bench-all'
  * `node dist/cli.js serve --config` bench/peers/gateway-all.yaml: API-key auth, a limited
  * tenant, admission and telemetry all on, in front of the trivial upstream.
  */
-export async function startGatewayAll(root: string, up: Upstream, core: number | undefined) {
+export async function startGatewayAll(
+  root: string,
+  up: Upstream,
+  core: number | undefined,
+  /** Another build's root (its dist/cli.js), for a before/after run: target gateway-before. */
+  before?: string,
+) {
   const [port, admin] = [await freePort(), await freePort()]
   const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-all-'))
   const conf = render(readFileSync(join(root, 'bench/peers/gateway-all.yaml'), 'utf8'), {
@@ -199,11 +213,14 @@ export async function startGatewayAll(root: string, up: Upstream, core: number |
     UPSTREAM: up.origin,
   })
   writeFileSync(join(dir, 'gateway.yaml'), conf)
-  const args = [join(root, 'dist/cli.js'), 'serve', '--config', join(dir, 'gateway.yaml')]
-  const child = start('gateway-all', process.execPath, args, core)
+  const args = [join(before ?? root, 'dist/cli.js'), 'serve', '--config', join(dir, 'gateway.yaml')]
+  const key = before === undefined ? 'gateway-all' : 'gateway-before'
+  const child = start(key, process.execPath, args, core)
   return proxy(
-    'gateway-all',
-    'slo-gateway, all features on (bench/peers/gateway-all.yaml)',
+    key,
+    before === undefined
+      ? 'slo-gateway, all features on (bench/peers/gateway-all.yaml)'
+      : `slo-gateway BEFORE (${before}/dist), all features on`,
     child,
     port,
     () => rmSync(dir, { recursive: true, force: true }),

@@ -33,8 +33,16 @@ export interface GatewayRequest {
    */
   readonly kind: 'json' | 'raw'
   readonly received: unknown
-  /** The JSON body, once parse has checked it is an object (later stages may rewrite it). */
+  /** The JSON body's bytes as received (json routes; forwarded as they are when nothing changed). */
+  readonly raw?: Buffer | undefined
+  /**
+   * The JSON body, once parse has checked it is an object. Later stages may rewrite its
+   * top-level fields, each by assigning a new value (never by changing a nested one in place:
+   * forward finds what changed by comparing top-level values with `original`).
+   */
   body: JsonBody | undefined
+  /** A shallow copy of `body` as parsed, before any stage rewrote it (parse). */
+  original?: JsonBody | undefined
   /** The pool serving the request (parse). */
   pool: BackendPool | undefined
   /** The endpoint the request was given (admission). */

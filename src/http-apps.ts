@@ -23,6 +23,7 @@ import type { GatewayConfig } from './config/schema.js'
 import { DASHBOARD_PUBLIC_PATHS, dashboardData, registerDashboard } from './dashboard/index.js'
 import { GatewayError } from './errors.js'
 import type { ExchangeObserver } from './exchange.js'
+import { jsonBodyParser } from './openai/json-body.js'
 import { TokenEstimator } from './openai/token-estimator.js'
 import { installOverloadGuard } from './overload-guard.js'
 import { Accounting, type RequestRecorder } from './proxy/account.js'
@@ -141,7 +142,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const r = pipeline.begin(request, reply, 'json')
-    let gwErr = parseError(err, limit)
+    let gwErr = err instanceof GatewayError ? err : parseError(err, limit)
     if (gwErr?.code === 'GW_ERR_UNSUPPORTED_MEDIA_TYPE') {
       gwErr = new GatewayError('GW_ERR_UNSUPPORTED_MEDIA_TYPE', {
         contentType: String(request.headers['content-type'] ?? '(none)').slice(0, 100),
@@ -163,8 +164,11 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     )
   })
 
-  // The OpenAI routes take JSON only: anything else is a 415, not a string body.
+  // The OpenAI routes take JSON only: anything else is a 415, not a string body. JSON is
+  // parsed by the gateway's parser, which keeps the bytes for forward (openai/json-body.ts).
   app.removeContentTypeParser('text/plain')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser)
   app.post('/v1/chat/completions', handlers.json)
   app.post('/v1/completions', handlers.json)
   app.post('/v1/responses', handlers.json)

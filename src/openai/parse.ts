@@ -53,6 +53,7 @@ export function parseStage(deps: StageDeps): Stage {
     const bad = checkBody(body)
     if (bad !== undefined) return bad
     r.body = body
+    if (r.raw !== undefined) r.original = { ...body }
     const fields = readFields(body)
     t.model = fields.model
     t.stream = fields.stream

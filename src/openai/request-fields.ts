@@ -41,14 +41,11 @@ export function readFields(body: JsonBody): RequestFields {
 /**
  * Asks the upstream for a usage chunk at the end of a stream, so the gateway can account
  * tokens exactly; the relay removes that chunk again when the client did not ask for it.
+ * A new `stream_options` object, not the old one changed (forward sees the new value).
  */
 export function requestStreamUsage(body: JsonBody): void {
   const so = body.stream_options
-  if (isRecord(so)) {
-    so.include_usage = true
-  } else {
-    body.stream_options = { include_usage: true }
-  }
+  body.stream_options = isRecord(so) ? { ...so, include_usage: true } : { include_usage: true }
 }
 
 export interface PromptSize {

@@ -17,6 +17,7 @@ import { type ErrorCode, errorHeaders, GatewayError } from '../errors.js'
 import type { Exchange } from '../exchange.js'
 import type { GatewayRequest, Stage, StageDeps } from '../gateway-request.js'
 import { type Objectives, objectivesOf } from '../objectives.js'
+import { upstreamBody } from '../openai/body-bytes.js'
 import { JsonObserver } from '../openai/json-observer.js'
 import { SseRelay, streamErrorEvent } from '../openai/sse-relay.js'
 import { rateLimitHeaders } from '../tenants/ratelimit-headers.js'
@@ -298,11 +299,11 @@ export function forwardStage(deps: StageDeps): Stage {
     // a tenant's API key is the gateway's credential: the model server never sees it
     const headers = upstreamRequestHeaders(r.headers, t.keyConsumed)
     headers['x-request-id'] = t.id
-    let body: string | Readable | null
+    let body: Buffer | Readable | null
     if (r.body !== undefined) {
-      body = JSON.stringify(r.body)
+      body = upstreamBody(r.raw, r.original, r.body)
       headers['content-type'] = 'application/json'
-      headers['content-length'] = String(Buffer.byteLength(body))
+      headers['content-length'] = String(body.length)
     } else {
       body = (r.received as Readable | undefined) ?? null
       const length = r.headers['content-length']

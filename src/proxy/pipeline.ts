@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest, FastifyBaseLogger as Logger } from '
 import type { Clock } from '../clock.js'
 import { errorHeaders, GatewayError } from '../errors.js'
 import { Exchange, type ExchangeObserver } from '../exchange.js'
+import { ReceivedJson } from '../openai/json-body.js'
 import {
   buildStages,
   ENDED,
@@ -59,6 +60,8 @@ export class Pipeline {
     t.route = request.routeOptions.url ?? 'unmatched'
     this.inflight++
     reply.hijack()
+    const got = request.body
+    const json = got instanceof ReceivedJson ? got : undefined
     const r: GatewayRequest = {
       ticket: t,
       exchange: new Exchange(t, this.clock, this.observers),
@@ -67,7 +70,8 @@ export class Pipeline {
       headers: request.headers,
       res: reply.raw,
       kind,
-      received: request.body,
+      received: json === undefined ? got : json.value,
+      raw: json?.raw,
       body: undefined,
       pool: undefined,
       lease: undefined,
