@@ -279,6 +279,8 @@ describe('Redis down', () => {
       policy: 'fail_open',
       degraded: true,
       replicas: 3,
+      localLeases: 0,
+      pendingSettles: 0,
     })
 
     const c = await chat(closed!.url, KEY)
