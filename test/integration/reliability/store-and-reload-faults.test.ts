@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../../src/tenants/directory.js'
-import { type GatewayProcess, startGatewayProcess } from '../../helpers/gateway-process.js'
+import { type GatewayProcess, startGatewayProcess, untilReady } from '../../helpers/gateway-process.js'
 import { type RedisServer, startRedis } from '../../helpers/redis.js'
 import { settledResidue } from '../../helpers/residue.js'
 import { sleep } from '../../helpers/upstream.js'
@@ -45,6 +45,7 @@ describe('Redis and config faults under load', { timeout: 120_000 }, () => {
   beforeAll(async () => {
     redis = await startRedis()
     gw = await startGatewayProcess(config(TENANTS))
+    await untilReady(gw.adminUrl)
   }, 60_000)
   afterAll(async () => {
     await gw?.stop()
