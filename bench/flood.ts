@@ -129,7 +129,11 @@ async function main(): Promise<number> {
         const res = await fetch(`${gw.url}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'm', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }),
+          body: JSON.stringify({
+            model: 'meta-llama/Llama-3.1-8B-Instruct',
+            max_tokens: 4,
+            messages: [{ role: 'user', content: 'hi' }],
+          }),
         })
         await res.text()
         return res.status
