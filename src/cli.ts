@@ -126,6 +126,7 @@ async function serve(argv: string[]): Promise<number> {
     load: () => loadConfig(values.config, overrides, process.env).config,
     file,
     logger,
+    registry: runtime.registry,
   })
   reloader.watch()
   const onHup = () => reloader.reload('SIGHUP')

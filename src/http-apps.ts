@@ -15,6 +15,7 @@ import Fastify, {
 import type { Registry } from 'prom-client'
 import { registerAdminRoutes } from './admin.js'
 import { adminTokenDigest, protectAdmin } from './admin-auth.js'
+import { answerAdminErrors } from './admin-errors.js'
 import { type AdmissionControl, PassThrough } from './admission/index.js'
 import type { Backends } from './backends/types.js'
 import { clientErrorHandler } from './client-errors.js'
@@ -23,6 +24,7 @@ import type { GatewayConfig } from './config/schema.js'
 import { DASHBOARD_PUBLIC_PATHS, dashboardData, registerDashboard } from './dashboard/index.js'
 import { GatewayError } from './errors.js'
 import type { ExchangeObserver } from './exchange.js'
+import { fastifyError } from './fastify-errors.js'
 import { jsonBodyParser } from './openai/json-body.js'
 import { TokenEstimator } from './openai/token-estimator.js'
 import { installOverloadGuard } from './overload-guard.js'
@@ -76,27 +78,6 @@ export interface HttpApps {
 /** How often the dashboard page asks for its data. */
 const DASHBOARD_REFRESH_MS = 1_000
 
-/** Fastify's body-parsing failures, each mapped to the gateway's own error. */
-function parseError(err: FastifyError, limit: number): GatewayError | undefined {
-  switch (err.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new GatewayError('GW_ERR_INVALID_JSON', {}, { cause: err })
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new GatewayError('GW_ERR_EMPTY_BODY', {}, { cause: err })
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new GatewayError('GW_ERR_BODY_TOO_LARGE', { limit }, { cause: err })
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? new GatewayError('GW_ERR_UNSUPPORTED_MEDIA_TYPE', { contentType: '' }, { cause: err })
-        : new GatewayError('GW_ERR_INVALID_BODY', { reason: 'bad content-length' }, { cause: err })
-    default:
-      return err instanceof SyntaxError
-        ? new GatewayError('GW_ERR_INVALID_JSON', {}, { cause: err })
-        : undefined
-  }
-}
-
 export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApps {
   const limit = config.server.body_limit_bytes
   // slowloris: the headers, then the whole request, must arrive in time (Node checks every
@@ -142,12 +123,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
 
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const r = pipeline.begin(request, reply, 'json')
-    let gwErr = err instanceof GatewayError ? err : parseError(err, limit)
-    if (gwErr?.code === 'GW_ERR_UNSUPPORTED_MEDIA_TYPE') {
-      gwErr = new GatewayError('GW_ERR_UNSUPPORTED_MEDIA_TYPE', {
-        contentType: String(request.headers['content-type'] ?? '(none)').slice(0, 100),
-      })
-    }
+    let gwErr = err instanceof GatewayError ? err : fastifyError(err, request, limit)
     if (gwErr === undefined) {
       deps.logger.error({ err, reqId: request.id }, 'unhandled error')
       gwErr = new GatewayError('GW_ERR_INTERNAL', {}, { cause: err })
@@ -182,10 +158,20 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
   })
 
   const ready = () => !pipeline.draining && deps.backends.ready()
+  // the admin listener: the same defences against slow and malformed clients, the same error bodies
   const admin = Fastify({
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: limit,
+    requestTimeout: requestMs,
+    http: {
+      headersTimeout: headersMs,
+      requestTimeout: requestMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4))),
+    },
+    clientErrorHandler: clientErrorHandler(deps.logger, { headersMs, requestMs }),
   })
+  answerAdminErrors(admin, deps.logger, limit)
   const token = adminTokenDigest(config.server)
   if (token !== undefined) protectAdmin(admin, token, DASHBOARD_PUBLIC_PATHS)
   registerDashboard(admin, {

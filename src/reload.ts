@@ -10,10 +10,14 @@
  * it, and a Kubernetes ConfigMap (a symlink swapped under the mount), are both seen; events
  * are debounced and the file's text compared with the last one read, so a touch or a burst
  * of events reloads once.
+ *
+ * Each reload is counted on /metrics: `slo_gateway_config_reloads_total{result="applied"}`
+ * or `{result="refused"}`.
  */
 import { type FSWatcher, readFileSync, watch } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import type { FastifyBaseLogger as Logger } from 'fastify'
+import { Counter, type Registry } from 'prom-client'
 import { ConfigError } from './config/load.js'
 import type { GatewayConfig } from './config/schema.js'
 import { tenantFindings } from './config/tenants.js'
@@ -47,6 +51,8 @@ export interface ReloaderOptions {
   /** The file to watch; undefined: SIGHUP only. */
   readonly file?: string | undefined
   readonly logger: Logger
+  /** Where the reloads are counted (the gateway's /metrics); none: not counted. */
+  readonly registry?: Registry | undefined
 }
 
 export class ConfigReloader {
@@ -55,15 +61,33 @@ export class ConfigReloader {
   private watcher: FSWatcher | undefined
   private timer: NodeJS.Timeout | undefined
   private lastText: string | undefined
+  private readonly counted: Counter<'result'> | undefined
 
   constructor(opts: ReloaderOptions) {
     this.opts = opts
+    this.counted =
+      opts.registry === undefined
+        ? undefined
+        : new Counter({
+            name: 'slo_gateway_config_reloads_total',
+            help: 'Config reloads (SIGHUP or the file changed), by result: applied or refused (the running config stays).',
+            labelNames: ['result'],
+            registers: [opts.registry],
+          })
+    this.counted?.inc({ result: 'applied' }, 0)
+    this.counted?.inc({ result: 'refused' }, 0)
     this.current = opts.target.baseConfig
     this.lastText = opts.file === undefined ? undefined : readText(opts.file)
   }
 
   /** Reloads now (SIGHUP, or the file changed); logs and returns what happened. */
   reload(reason: string): ReloadOutcome {
+    const outcome = this.apply(reason)
+    this.counted?.inc({ result: outcome.ok ? 'applied' : 'refused' })
+    return outcome
+  }
+
+  private apply(reason: string): ReloadOutcome {
     const { logger } = this.opts
     let next: GatewayConfig
     try {

@@ -23,6 +23,8 @@ export interface GatewayRuntime extends Reloadable {
   readonly apps: HttpApps
   /** The config as running: the simulator's endpoints in its pool. */
   readonly config: GatewayConfig
+  /** The registry /metrics serves (for what the CLI counts around the runtime: reloads). */
+  readonly registry: Registry
   /** Stops scrapers and timers, closes pools and the embedded simulator. */
   close(): Promise<void>
 }
@@ -173,6 +175,7 @@ export async function createRuntime(
   return {
     apps,
     config,
+    registry,
     baseConfig: base,
     applyTenants: (next) => {
       tenants.replace({ auth: next.auth, tenants: next.tenants, classes: config.classes })

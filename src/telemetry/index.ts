@@ -11,6 +11,7 @@ export {
   exportedSeriesNames,
   HISTOGRAMS,
   METRICS,
+  RELOAD_MODULE_METRICS,
   TENANT_MODULE_METRICS,
 } from './names.js'
 export type { Quantiles, WindowName, WindowStats } from './rolling-windows.js'

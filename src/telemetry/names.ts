@@ -72,11 +72,15 @@ export const TENANT_MODULE_METRICS: readonly string[] = [
   'slo_gateway_ratelimit_degraded_mode',
 ]
 
+/** Defined by config reload (src/reload.ts): reloads applied and refused. */
+export const RELOAD_MODULE_METRICS: readonly string[] = ['slo_gateway_config_reloads_total']
+
 /** Every series name the project exports (histograms expanded). */
 export function exportedSeriesNames(): Set<string> {
   const out = new Set<string>(Object.values(METRICS))
   for (const h of HISTOGRAMS) for (const s of ['_bucket', '_sum', '_count']) out.add(h + s)
   for (const b of BACKEND_MODULE_METRICS) out.add(b)
   for (const t of TENANT_MODULE_METRICS) out.add(t)
+  for (const r of RELOAD_MODULE_METRICS) out.add(r)
   return out
 }

@@ -10,7 +10,13 @@
  *
  * A request is settled and renewed where it was admitted: the local ids are remembered
  * until they settle. A store error on settle is counted and thrown (the limits stage logs
- * it); the shared lease then frees itself on expiry.
+ * it), and the settle is sent again once the store answers (settle is idempotent), so the
+ * shared lease and its token reservation are released then, not only at the lease's expiry.
+ * A check that timed out may still be applied by the store (Redis runs what it was sent,
+ * late): its request is released there at once (a settle of no tokens, which the store runs
+ * after the check, in order on the connection; a no-op if the check never landed), again
+ * once the store answers if that fails too. Settles still owed are `pendingSettles` in
+ * /admin/state.
  *
  * Degraded mode (the `slo_gateway_ratelimit_degraded_mode` gauge, and one log line on each
  * change) begins with a lost connection or DEGRADE_AFTER store errors in a row (before that,
@@ -38,6 +44,9 @@ export type StoreErrorPolicy = 'fail_open' | 'fail_closed'
 
 /** Store errors in a row that make an outage (a lost connection makes one at once). */
 export const DEGRADE_AFTER = 3
+
+/** Settles owed to the store at most (the oldest dropped past it: their leases expire by themselves). */
+export const MAX_PENDING_SETTLES = 10_000
 
 /** A store shared by replicas: it can say how many are alive. */
 export interface SharedStore extends Limiter {
@@ -90,6 +99,8 @@ export class FailoverLimiter implements Limiter {
   private readonly signals: FailoverSignals | undefined
   /** Requests admitted by the local share, until they settle. */
   private readonly localIds = new Set<string>()
+  /** Settles the store has not taken yet, by request id; `sending` while one is on its way. */
+  private readonly owed = new Map<string, { req: SettleRequest; sending: boolean }>()
   private learnedReplicas = 1
   /** Store errors in a row; DEGRADE_AFTER of them (or a lost connection) is degraded mode. */
   private failures = 0
@@ -113,6 +124,7 @@ export class FailoverLimiter implements Limiter {
         (n) => {
           this.learnedReplicas = n
           this.healthy()
+          this.resend()
         },
         (err: unknown) => this.failed(err),
       )
@@ -127,9 +139,20 @@ export class FailoverLimiter implements Limiter {
     return this.primary.ready(timeoutMs)
   }
 
-  /** For /admin/state: the store, whether it is degraded, and the replicas a share divides by. */
+  /**
+   * For /admin/state: the store, whether it is degraded, the replicas a share divides by, and
+   * the requests admitted by the local share not yet settled (their leases and reservations
+   * are in no shared store's usage), and the settles the store still owes an answer to.
+   */
   describe(): object {
-    return { store: this.name, policy: this.policy, degraded: this.isDegraded, replicas: this.replicas }
+    return {
+      store: this.name,
+      policy: this.policy,
+      degraded: this.isDegraded,
+      replicas: this.replicas,
+      localLeases: this.localIds.size,
+      pendingSettles: this.owed.size,
+    }
   }
 
   /** The divisor of the fail-open share now. */
@@ -160,6 +183,9 @@ export class FailoverLimiter implements Limiter {
     } catch (err) {
       if (!(err instanceof LimiterStoreError)) throw err
       this.failed(err)
+      // the store may yet run it: whatever it would hold is released (no tokens used there)
+      if (err.code === 'LIMITER_ERR_TIMEOUT')
+        this.owe({ tenant: req.tenant, requestId: req.requestId, limits: req.limits, usedTokens: 0 })
       return this.fallback(req, err)
     }
   }
@@ -177,11 +203,45 @@ export class FailoverLimiter implements Limiter {
     }
     try {
       const r = await this.primary.settle(req)
+      this.owed.delete(req.requestId)
       this.healthy()
       return r
     } catch (err) {
       this.failed(err)
+      if (err instanceof LimiterStoreError) this.remember(req)
       throw err
+    }
+  }
+
+  /** Sends `req` to the store now, and again once it answers if this fails. */
+  private owe(req: SettleRequest): void {
+    this.remember(req)
+    this.resend()
+  }
+
+  private remember(req: SettleRequest): void {
+    const had = this.owed.get(req.requestId)
+    this.owed.set(req.requestId, { req, sending: had?.sending ?? false })
+    if (this.owed.size > MAX_PENDING_SETTLES) {
+      const oldest = this.owed.keys().next()
+      if (oldest.done !== true) this.owed.delete(oldest.value)
+    }
+  }
+
+  /** The owed settles, each sent once (a failed one waits for the store's next answer). */
+  private resend(): void {
+    for (const [id, entry] of this.owed) {
+      if (entry.sending) continue
+      entry.sending = true
+      this.primary.settle(entry.req).then(
+        () => {
+          if (this.owed.get(id) === entry) this.owed.delete(id)
+        },
+        (err: unknown) => {
+          entry.sending = false
+          this.failed(err)
+        },
+      )
     }
   }
 

@@ -90,6 +90,15 @@ export async function startGatewayProcess(config: Record<string, unknown>): Prom
   }
 }
 
+/** Waits until GET /readyz answers 200 (a backend has fresh load data), or throws after `timeoutMs`. */
+export async function untilReady(adminUrl: string, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs
+  while ((await fetch(`${adminUrl}/readyz`)).status !== 200) {
+    if (Date.now() > until) throw new Error(`${adminUrl}/readyz not 200 after ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
 /** One chat completion with `key`; the status and the headers that matter here. */
 export async function chat(
   url: string,

@@ -25,8 +25,8 @@ export async function startGateway(
   backends: Backends,
   raw: Record<string, unknown> = {},
   recorder?: RequestRecorder,
-  /** Parts to use instead of the defaults (a spy limiter, a scripted admission). */
-  extra: Pick<GatewayDeps, 'limiter' | 'admission'> = {},
+  /** Parts to use instead of the defaults (a spy limiter, a scripted admission, a state source). */
+  extra: Pick<GatewayDeps, 'limiter' | 'admission' | 'state'> = {},
 ): Promise<TestGateway> {
   const config: GatewayConfig = configSchema.parse({
     auth: { anonymous: 'default' },

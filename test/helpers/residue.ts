@@ -1,7 +1,9 @@
 /**
  * What a gateway still holds, read from GET /admin/state as an operator would: requests
  * in flight, queued or running per class, each endpoint's in-flight ledger and prefill
- * budget, and each limited tenant's concurrency leases. After a fault has passed and
+ * budget, each limited tenant's concurrency leases (which carry its token reservations), and
+ * the leases a fail-open limiter granted from its local share or still owes the shared store
+ * a settle for. After a fault has passed and
  * every client has its answer, all of it must be zero; `residue` names what is not.
  */
 import { isRecord } from '../../src/is-record.js'
@@ -40,8 +42,17 @@ export function residue(state: unknown): string[] {
   const tenants = isRecord(state.tenants) ? state.tenants : {}
   const usage = isRecord(tenants.usage) ? tenants.usage : {}
   for (const [id, u] of Object.entries(usage)) {
-    if (isRecord(u) && num(u.concurrent) !== 0) out.push(`tenants.${id}.concurrent: ${String(u.concurrent)}`)
+    if (!isRecord(u)) continue
+    // a lease carries its request's token reservation: no lease, no reservation outstanding
+    if (num(u.concurrent) !== 0) out.push(`tenants.${id}.concurrent: ${String(u.concurrent)}`)
+    // the store could not say (Redis down): nothing known to be released
+    if (u.error !== undefined) out.push(`tenants.${id}.error: ${String(u.error)}`)
   }
+  const limiter = isRecord(tenants.limiter) ? tenants.limiter : {}
+  if (num(limiter.localLeases) !== 0) out.push(`tenants.limiter.localLeases: ${String(limiter.localLeases)}`)
+  // settles the shared store has not taken: leases and reservations it still holds
+  if (num(limiter.pendingSettles) !== 0)
+    out.push(`tenants.limiter.pendingSettles: ${String(limiter.pendingSettles)}`)
   return out
 }
 

@@ -9,7 +9,7 @@
  * the metrics counted the failures, and it serves again.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type GatewayProcess, startGatewayProcess } from '../../helpers/gateway-process.js'
+import { type GatewayProcess, startGatewayProcess, untilReady } from '../../helpers/gateway-process.js'
 import { settledResidue } from '../../helpers/residue.js'
 import { type SimProcess, startSimProcess } from '../../helpers/sim-process.js'
 import { sleep } from '../../helpers/upstream.js'
@@ -41,6 +41,8 @@ describe('fault suite: gateway and simulators as processes', { timeout: 120_000 
       },
       classes: { interactive: { slo: { ttft_ms: 2_000, tpot_ms: 200 }, max_queue_wait_ms: 10_000 } },
     })
+    // listening is not ready: until a first scrape, a request is refused 503 no_backend
+    await untilReady(gw.adminUrl)
   }, 90_000)
   afterAll(async () => {
     await gw?.stop()

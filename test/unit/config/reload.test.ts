@@ -1,8 +1,9 @@
 /**
  * ConfigReloader on its own: what it applies (auth and tenants), what it names as needing a
  * restart, and what it refuses (a load that fails, tenants that name a class the running
- * config lacks), always keeping the running config on a refusal.
+ * config lacks), always keeping the running config on a refusal; each reload counted.
  */
+import { Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
 import { ConfigError } from '../../../src/config/load.js'
 import { configSchema, type GatewayConfig } from '../../../src/config/schema.js'
@@ -62,6 +63,29 @@ describe('ConfigReloader', () => {
     const out = reloader.reload('test')
     expect(out.ok).toBe(false)
     expect(applied).toEqual([])
+  })
+
+  it('counts each reload on the registry: applied or refused', async () => {
+    const registry = new Registry()
+    let next: () => GatewayConfig = () => base
+    const reloader = new ConfigReloader({
+      target: { baseConfig: base, applyTenants: () => {} },
+      load: () => next(),
+      logger: logger().log,
+      registry,
+    })
+    const count = async (result: string) =>
+      (await registry.getSingleMetric('slo_gateway_config_reloads_total')?.get())?.values.find(
+        (v) => v.labels.result === result,
+      )?.value
+    expect([await count('applied'), await count('refused')]).toEqual([0, 0])
+    reloader.reload('test')
+    next = () => {
+      throw new ConfigError(['x: bad'])
+    }
+    reloader.reload('test')
+    reloader.reload('test')
+    expect([await count('applied'), await count('refused')]).toEqual([1, 2])
   })
 
   it('compares sections by value', () => {

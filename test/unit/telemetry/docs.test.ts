@@ -3,7 +3,12 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
-import { BACKEND_MODULE_METRICS, METRICS, TENANT_MODULE_METRICS } from '../../../src/telemetry/index.js'
+import {
+  BACKEND_MODULE_METRICS,
+  METRICS,
+  RELOAD_MODULE_METRICS,
+  TENANT_MODULE_METRICS,
+} from '../../../src/telemetry/index.js'
 import { testConfig } from './fixtures.js'
 
 const root = (p: string) => fileURLToPath(new URL(`../../../${p}`, import.meta.url))
@@ -27,7 +32,12 @@ function documented(name: string): boolean {
 
 describe('docs/metrics.md', () => {
   it('documents every metric', () => {
-    for (const name of [...Object.values(METRICS), ...BACKEND_MODULE_METRICS, ...TENANT_MODULE_METRICS])
+    for (const name of [
+      ...Object.values(METRICS),
+      ...BACKEND_MODULE_METRICS,
+      ...TENANT_MODULE_METRICS,
+      ...RELOAD_MODULE_METRICS,
+    ])
       expect(doc, name).toContain(`\`${name}\``)
   })
 

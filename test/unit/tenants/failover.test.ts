@@ -24,7 +24,15 @@ class FlakyStore extends MemoryStore implements SharedStore {
     if (this.down) return Promise.reject(new LimiterStoreError('LIMITER_ERR_UNAVAILABLE', 'redis', 'down'))
     return f()
   }
+  /** Wedged as Redis under SIGSTOP: a check is applied, but only after its caller timed out. */
+  late = false
   override check(req: CheckRequest) {
+    if (this.late) {
+      this.calls++
+      return super.check(req).then(() => {
+        throw new LimiterStoreError('LIMITER_ERR_TIMEOUT', 'redis', 'timed out')
+      })
+    }
     return this.fail(() => super.check(req))
   }
   override settle(req: Parameters<MemoryStore['settle']>[0]) {
@@ -124,6 +132,36 @@ describe('FailoverLimiter', () => {
     const calls = primary.calls
     await expect(l.check(req())).rejects.toBeInstanceOf(LimiterStoreError)
     expect(primary.calls).toBe(calls)
+  })
+
+  it('releases in the store what a timed-out check took there, and owes a failed settle until it answers', async () => {
+    const primary = new FlakyStore()
+    const { l } = failover(primary, 'fail_open', 1)
+    const usage = async () => (await primary.usage('t', limits)).concurrent
+    // a check that times out but lands: the store holds a lease the request will never settle there
+    primary.late = true
+    const r = req()
+    expect((await l.check(r)).allowed).toBe(true)
+    primary.late = false
+    await flush()
+    expect(await usage()).toBe(0)
+    expect(l.describe()).toMatchObject({ localLeases: 1 })
+    expect((await l.settle({ tenant: 't', requestId: r.requestId, limits, usedTokens: 3 })).settled).toBe(
+      true,
+    )
+    // a shared lease whose settle fails (the store down): owed, then sent once it answers
+    await flush()
+    const s = req()
+    expect((await l.check(s)).allowed).toBe(true)
+    expect(await usage()).toBe(1)
+    primary.down = true
+    await expect(l.settle({ tenant: 't', requestId: s.requestId, limits, usedTokens: 3 })).rejects.toThrow()
+    expect(l.describe()).toMatchObject({ pendingSettles: 1 })
+    expect(await usage()).toBe(1)
+    primary.down = false
+    await flush()
+    expect(await usage()).toBe(0)
+    expect(l.describe()).toMatchObject({ pendingSettles: 0, localLeases: 0 })
   })
 
   it('keeps the shared answer while Redis answers', async () => {
