@@ -17,8 +17,6 @@ export interface Hopeless {
   readonly item: Waiting
   /** Its TTFT as predicted now, ms. */
   readonly predictedMs: number
-  /** Its whole wait in the queue as predicted now (waited so far and still to wait), ms. */
-  readonly queueMs: number
 }
 
 /**
@@ -36,10 +34,9 @@ export function shedHopeless(
   const out: Hopeless[] = []
   queues.shedWhere(name, (w, ahead) => {
     const slo = w.ticket.slo?.ttft_ms ?? classSloMs
-    const queueMs = now - w.ticket.arrivedAt + queueWaitMs(ahead, w.promptTokens)
-    const predictedMs = queueMs + w.prediction.serverMs
+    const predictedMs = now - w.ticket.arrivedAt + queueWaitMs(ahead, w.promptTokens) + w.prediction.serverMs
     if (predictedMs <= slo) return false
-    out.push({ item: w, predictedMs, queueMs })
+    out.push({ item: w, predictedMs })
     return true
   })
   return out

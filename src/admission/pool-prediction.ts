@@ -180,17 +180,8 @@ export class PoolPredictor {
     let n = 0
     for (const [name, c] of this.ttft.entries()) {
       if (this.queues.sizeOf(name) === 0) continue
-      for (const { item: w, predictedMs, queueMs } of shedHopeless(
-        this.queues,
-        name,
-        c.sloMs,
-        now,
-        queueWaitMs,
-      )) {
+      for (const { item: w, predictedMs } of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
         n++
-        // Its wait, as now predicted, teaches the queue model, which else learns only from
-        // the requests that were dispatched (a survivor bias that keeps arrivals optimistic).
-        this.estimator.observeQueue(w.prediction, queueMs)
         refuse(
           w,
           new GatewayError(
