@@ -94,7 +94,9 @@ describe('a storm of 1,000 clients leaving at random moments', { timeout: 120_00
           body: JSON.stringify({
             model: 'meta-llama/Llama-3.1-8B-Instruct',
             stream: i % 4 !== 0,
-            max_tokens: 16,
+            // a client that leaves asks for a long answer, so it is still waiting when it
+            // leaves, however fast the others are served
+            max_tokens: timer === undefined ? 16 : 2_000,
             ignore_eos: true,
             messages: [{ role: 'user', content: `${i} ${'word '.repeat(50 + (i % 200))}` }],
           }),

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { topLevelMembers, upstreamBody } from '../../../src/openai/body-bytes.js'
 import { parseJsonBody } from '../../../src/openai/json-body.js'
 import type { JsonBody } from '../../../src/openai/request-fields.js'
+import { runs } from '../../integration/reliability/bad-input-arbitraries.js'
 
 /** As the gateway does it: parse the bytes, copy the top level, let `edit` rewrite it, encode. */
 function roundTrip(
@@ -83,10 +84,11 @@ describe('upstream body bytes', () => {
           const { out, body } = roundTrip(text, (b) => {
             for (const [k, v] of edits) if (k !== '__proto__') b[k] = v
           })
-          expect(JSON.parse(out.toString())).toEqual(body)
+          // what any JSON encoder makes of the edited body (-0 is sent as 0)
+          expect(JSON.parse(out.toString())).toEqual(JSON.parse(JSON.stringify(body)))
         },
       ),
-      { numRuns: 500 },
+      runs('body-bytes edits', 500),
     )
   })
 
