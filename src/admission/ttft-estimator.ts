@@ -171,8 +171,8 @@ export class TtftEstimator {
    * Prompt tokens per ms the pool dispatches from a backlogged queue (the pool's total). The
    * time since the last dispatch of a backlog counts too, beyond the mean gap between
    * dispatches: a queue that has not moved for much longer than usual is draining slower
-   * than its last dispatches said (a cold start on optimistic
-   * priors, a server that slowed down), and the requests arriving behind it must know.
+   * than its last dispatches said (a cold start on optimistic priors, a server that slowed
+   * down), and the requests arriving behind it must know.
    */
   dispatchRate(): number {
     if (this.backloggedSince === undefined) return this.measuredRate()
@@ -194,8 +194,11 @@ export class TtftEstimator {
    * when the queue as measured says it cannot make it, not on a gap that may end now.
    */
   queuedWaitMs(aheadTokens: number, ownTokens: number): number {
-    const rate = this.measuredRate()
-    return Math.max(0, this.queueRls.predict([1, aheadTokens / rate, ownTokens / rate, 0]))
+    return this.queueMs(queueFeatures(aheadTokens, ownTokens, this.measuredRate(), 0))
+  }
+
+  private queueMs(features: readonly number[]): number {
+    return Math.max(0, this.queueRls.predict(features))
   }
 
   /**
@@ -211,16 +214,17 @@ export class TtftEstimator {
     roomMs = 0,
     computeTokens = ownTokens,
   ): Prediction {
-    const rate = this.dispatchRate()
-    const queueFeatures =
-      aheadTokens === undefined ? undefined : [1, aheadTokens / rate, ownTokens / rate, roomMs]
-    const queueMs = queueFeatures === undefined ? 0 : Math.max(0, this.queueRls.predict(queueFeatures))
+    const queued =
+      aheadTokens === undefined
+        ? undefined
+        : queueFeatures(aheadTokens, ownTokens, this.dispatchRate(), roomMs)
+    const queueMs = queued === undefined ? 0 : this.queueMs(queued)
     // A queued request is dispatched when its endpoint has room: it will not meet the
     // prompts pending there now but what queued requests typically meet at dispatch, and
     // the servers' own queues of other clients' requests, which stay ahead of it.
-    const pending = queueFeatures === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens
+    const pending = queued === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens
     const serverMs = this.serverMs(this.features(pending, computeTokens, view.stepMs))
-    return { queueFeatures, queueMs, serverMs, totalMs: queueMs + serverMs }
+    return { queueFeatures: queued, queueMs, serverMs, totalMs: queueMs + serverMs }
   }
 
   /** The server part for `features` (dispatch to first token), ms. */
@@ -295,6 +299,11 @@ export class TtftEstimator {
       meanRelativeError: round(this.meanErr, 3),
     }
   }
+}
+
+/** The queue part's features: [1, Q / D, O / D, B]. */
+function queueFeatures(aheadTokens: number, ownTokens: number, rate: number, roomMs: number): number[] {
+  return [1, aheadTokens / rate, ownTokens / rate, roomMs]
 }
 
 /**
