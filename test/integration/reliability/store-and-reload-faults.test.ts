@@ -58,6 +58,19 @@ describe('Redis and config faults under load', { timeout: 120_000 }, () => {
     metricSum(await metrics(), 'slo_gateway_ratelimit_store_errors_total', { code })
   const degraded = async () => metricSum(await metrics(), 'slo_gateway_ratelimit_degraded_mode')
   const healthy = async () => expect((await fetch(`${gw.adminUrl}/healthz`)).status).toBe(200)
+  /**
+   * After a store fault: degraded mode ends, a wave is served in full, nothing is held, and
+   * the three waves since `before` are each counted once.
+   */
+  const healsAndHoldsNothing = async (before: number) => {
+    for (let i = 0; i < 100 && (await degraded()) !== 0; i++) await sleep(100)
+    expect(await degraded()).toBe(0)
+    const after = await wave(gw.url, WAVE, { maxTokens: 16, headers: AUTH })
+    clean(after)
+    expect(after.complete).toBe(WAVE)
+    expect(await settledResidue(gw.adminUrl, {}, 20_000)).toEqual([])
+    expect((await requests()) - before).toBe(3 * WAVE)
+  }
   /** Every stream of a wave ended well: none cut, none past its timeout, all counted. */
   const clean = (counts: Record<string, number>, n = WAVE) => {
     const what = JSON.stringify(counts)
@@ -106,13 +119,7 @@ describe('Redis and config faults under load', { timeout: 120_000 }, () => {
     expect(await storeErrors('LIMITER_ERR_UNAVAILABLE')).toBeGreaterThan(errorsBefore)
     await healthy()
     await redis.start()
-    for (let i = 0; i < 100 && (await degraded()) !== 0; i++) await sleep(100)
-    expect(await degraded()).toBe(0)
-    const after = await wave(gw.url, WAVE, { maxTokens: 16, headers: AUTH })
-    clean(after)
-    expect(after.complete).toBe(WAVE)
-    expect(await settledResidue(gw.adminUrl, {}, 20_000)).toEqual([])
-    expect((await requests()) - before).toBe(3 * WAVE)
+    await healsAndHoldsNothing(before)
   })
 
   it('Redis wedged (SIGSTOP) mid-wave, then thawed: nothing waits on it, nothing held after', async () => {
@@ -137,13 +144,7 @@ describe('Redis and config faults under load', { timeout: 120_000 }, () => {
     expect(whileWedged.complete).toBe(WAVE)
     expect(await storeErrors('LIMITER_ERR_TIMEOUT')).toBeGreaterThan(timeoutsBefore)
     await healthy()
-    for (let i = 0; i < 100 && (await degraded()) !== 0; i++) await sleep(100)
-    expect(await degraded()).toBe(0)
-    const after = await wave(gw.url, WAVE, { maxTokens: 16, headers: AUTH })
-    clean(after)
-    expect(after.complete).toBe(WAVE)
-    expect(await settledResidue(gw.adminUrl, {}, 20_000)).toEqual([])
-    expect((await requests()) - before).toBe(3 * WAVE)
+    await healsAndHoldsNothing(before)
   })
 
   it('the config file replaced by an invalid one mid-wave: refused and counted, the old config serves, nothing held', async () => {
