@@ -17,7 +17,9 @@ import { sleep } from '../../helpers/upstream.js'
 import { metricSum, streamOnce } from './load-wave.js'
 
 const FLOOD = 6_000
-const SHED_MS = 200
+// low enough that this flood puts the loop past it on this machine even when the gateway is fast: with the body
+// path that forwards bytes as received, 200 ms was not always reached (no `overloaded` at all)
+const SHED_MS = 50
 
 describe('a flood above what the gateway can parse', { timeout: 120_000 }, () => {
   it('answers everything, sheds with fast 503s, keeps /healthz, bounds memory, recovers', async () => {
