@@ -35,6 +35,8 @@ Load curves (open loop; --duration or --requests is then per level):
   --slo-class NAME     judge one class's attainment (default: every request)
   --tolerance T        stop bisecting when the bracket is within T of its top (default 0.05)
   --max-trials N       at most N runs in the search (default 10)
+  --search-step F      bracket by times/divided by F instead of 2 (F > 1; a --rate known
+                       to be close brackets in fewer runs)
   --probe-duration S   each step of the capacity ramp (default 10)
   --quiet              no progress line
   -h, --help           this help
@@ -61,6 +63,7 @@ export interface BenchOptions {
   readonly sloClass?: string
   readonly tolerance?: number
   readonly maxTrials?: number
+  readonly step?: number
   readonly probeDurationS?: number
 }
 
@@ -129,6 +132,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     'slo-class': { type: 'string' },
     tolerance: { type: 'string' },
     'max-trials': { type: 'string' },
+    'search-step': { type: 'string' },
     'probe-duration': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   })
@@ -184,6 +188,9 @@ function curveOptions(values: Values): Partial<BenchOptions> {
   const tolerance = num('tolerance', str('tolerance'), 'positive')
   if (tolerance !== undefined && tolerance >= 1)
     throw usage(`--tolerance: expected a share in (0, 1), got '${str('tolerance')}'`)
+  const step = num('search-step', str('search-step'), 'positive')
+  if (step !== undefined && !(step > 1))
+    throw usage(`--search-step: expected a factor > 1, got '${str('search-step')}'`)
   const o: Partial<BenchOptions> = {
     ...(sweep === undefined ? {} : { sweep }),
     ...(find ? { findMaxGoodput: true } : {}),
@@ -192,12 +199,14 @@ function curveOptions(values: Values): Partial<BenchOptions> {
     ...opt('sloClass', str('slo-class')),
     ...opt('tolerance', tolerance),
     ...opt('maxTrials', num('max-trials', str('max-trials'), 'count')),
+    ...opt('step', step),
     ...opt('probeDurationS', num('probe-duration', str('probe-duration'), 'positive')),
   }
   const curveOnly = [
     'attainment',
     'tolerance',
     'maxTrials',
+    'step',
     'capacity',
     'probeDurationS',
     'sloClass',
@@ -206,6 +215,7 @@ function curveOptions(values: Values): Partial<BenchOptions> {
     attainment: 'attainment',
     tolerance: 'tolerance',
     maxTrials: 'max-trials',
+    step: 'search-step',
     capacity: 'capacity',
     probeDurationS: 'probe-duration',
     sloClass: 'slo-class',
@@ -214,7 +224,7 @@ function curveOptions(values: Values): Partial<BenchOptions> {
     for (const k of curveOnly)
       if (o[k] !== undefined) throw usage(`--${flag[k]} goes with --sweep or --find-max-goodput`)
   if (sweep !== undefined)
-    for (const k of ['attainment', 'tolerance', 'maxTrials'] as const)
+    for (const k of ['attainment', 'tolerance', 'maxTrials', 'step'] as const)
       if (o[k] !== undefined) throw usage(`--${flag[k]} goes with --find-max-goodput, not --sweep`)
   return o
 }

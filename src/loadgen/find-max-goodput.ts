@@ -29,6 +29,8 @@ export interface FindMaxGoodputOptions extends SessionOptions {
   readonly durationS?: number
   readonly requests?: number
   readonly tolerance?: number
+  /** The search's bracket factor (default 2; see goodput-search.ts). */
+  readonly step?: number
   readonly maxTrials?: number
   /** Length of each step of the capacity ramp, when it runs. Default 10 s. */
   readonly probeStepS?: number
@@ -103,6 +105,7 @@ export async function findMaxGoodput(o: FindMaxGoodputOptions): Promise<MaxGoodp
         attainment: target,
         ...(o.tolerance === undefined ? {} : { tolerance: o.tolerance }),
         ...(o.maxTrials === undefined ? {} : { maxTrials: o.maxTrials }),
+        ...(o.step === undefined ? {} : { step: o.step }),
         onTrial: (t: SearchTrial<unknown>, s) =>
           log(
             `find-max-goodput: trial ${t.n}: ${pointLine(t.outcome as LevelPoint)} -> ${t.pass ? 'pass' : 'miss'} (target ${pct(target)}); ` +

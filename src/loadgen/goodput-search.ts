@@ -4,8 +4,9 @@
  * rate, or any function in a test) and decides the next rate from the answers alone.
  *
  * 1. Bracket: from `start`, double the rate while it passes (attainment >= target), or halve
- *    it while it fails, until one rate passes and the next one up fails. Halving stops below
- *    `minRate` (nothing passes: the result is 0).
+ *    it while it fails, until one rate passes and the next one up fails (`step` instead of 2:
+ *    a start known to be close, such as a plan's answer, brackets in fewer trials). Going down
+ *    stops below `minRate` (nothing passes: the result is 0).
  * 2. Bisect: try the midpoint of the highest passing and the lowest failing rate, and keep the
  *    half where the boundary lies, until the two are within `tolerance` of each other
  *    ((fail - pass) / fail <= tolerance).
@@ -26,6 +27,8 @@ export interface SearchOptions {
   readonly attainment: number
   /** Stop when (lowest failing - highest passing) / lowest failing <= this. Default 0.05. */
   readonly tolerance?: number
+  /** The bracket's factor: up times it while passing, down by it while failing (> 1). Default 2. */
+  readonly step?: number
   /** At most this many trials. Default 10. */
   readonly maxTrials?: number
   /** Halving stops below this rate. Default start / 64. */
@@ -79,6 +82,8 @@ function check(o: SearchOptions): void {
     throw new RangeError(`attainment: expected a share in (0, 1], got ${o.attainment}`)
   if (o.tolerance !== undefined && !(o.tolerance > 0 && o.tolerance < 1))
     throw new RangeError(`tolerance: expected a share in (0, 1), got ${o.tolerance}`)
+  if (o.step !== undefined && !(o.step > 1 && Number.isFinite(o.step)))
+    throw new RangeError(`step: expected a factor > 1, got ${o.step}`)
   if (o.maxTrials !== undefined && !(Number.isInteger(o.maxTrials) && o.maxTrials >= 1))
     throw new RangeError(`maxTrials: expected an integer >= 1, got ${o.maxTrials}`)
 }
@@ -99,7 +104,7 @@ export class RateSearch<T = undefined> {
 
   constructor(options: Omit<SearchOptions, 'onTrial'>) {
     check(options)
-    this.o = { tolerance: 0.05, maxTrials: 10, minRate: options.start / 64, ...options }
+    this.o = { tolerance: 0.05, step: 2, maxTrials: 10, minRate: options.start / 64, ...options }
   }
 
   /** The highest passing trial under the lowest failing rate. */
@@ -150,9 +155,9 @@ function nextRate(
   o: Required<Omit<SearchOptions, 'onTrial'>>,
 ) {
   if (pass === undefined && fail === undefined) return o.start
-  if (fail === undefined) return (pass as number) * 2
+  if (fail === undefined) return (pass as number) * o.step
   if (pass === undefined) {
-    const down = fail / 2
+    const down = fail / o.step
     return down < o.minRate ? undefined : down
   }
   if ((fail - pass) / fail <= o.tolerance) return undefined

@@ -177,6 +177,7 @@ export async function runLoadCurveCommand(o: BenchOptions): Promise<number> {
         ...(o.sloClass === undefined ? {} : { sloClass: o.sloClass }),
         ...(o.tolerance === undefined ? {} : { tolerance: o.tolerance }),
         ...(o.maxTrials === undefined ? {} : { maxTrials: o.maxTrials }),
+        ...(o.step === undefined ? {} : { step: o.step }),
         ...(o.probeDurationS === undefined ? {} : { probeStepS: o.probeDurationS }),
         ...progress,
         log: say,

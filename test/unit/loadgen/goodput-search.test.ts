@@ -83,6 +83,29 @@ describe('searchMaxRate', () => {
     ])
   })
 
+  it('brackets by a smaller step from a start close to the edge, in fewer trials', async () => {
+    // edge at 11 req/s; from 10 by 1.15: 10 passes, 11.5 misses, then bisection inside [10, 11.5]
+    const res = await searchMaxRate(kneeAt(10), { start: 10, attainment: 0.9, step: 1.15, tolerance: 0.05 })
+    expect(res.trials.slice(0, 2).map((t) => [t.rate, t.pass])).toEqual([
+      [10, true],
+      [11.5, false],
+    ])
+    // 10.75 passes, 11.125 misses (past the edge at 11): within 5%, in four trials
+    expect(res.trials.map((t) => t.rate)).toEqual([10, 11.5, 10.75, 11.125])
+    expect(res).toMatchObject({ rate: 10.75, failRate: 11.125, stop: 'converged' })
+    const down = await searchMaxRate(kneeAt(10), {
+      start: 13.225,
+      attainment: 0.9,
+      step: 1.15,
+      tolerance: 0.2,
+    })
+    expect(down.trials.map((t) => [Number(t.rate.toFixed(3)), t.pass])).toEqual([
+      [13.225, false],
+      [11.5, false],
+      [10, true],
+    ])
+  })
+
   it('refuses bad options', async () => {
     const t = kneeAt(1)
     await expect(searchMaxRate(t, { start: 0, attainment: 0.9 })).rejects.toThrow(
@@ -92,6 +115,9 @@ describe('searchMaxRate', () => {
       'attainment: expected a share',
     )
     await expect(searchMaxRate(t, { start: 1, attainment: 0.9, maxTrials: 0 })).rejects.toThrow('maxTrials')
+    await expect(searchMaxRate(t, { start: 1, attainment: 0.9, step: 1 })).rejects.toThrow(
+      'step: expected a factor > 1',
+    )
   })
 })
 
