@@ -100,6 +100,9 @@ export function qualityTable(report: Report, levels: readonly LevelResult[]): vo
         pct(i.attainmentAdmitted),
         `${q.queueTimeouts} = ${pct(q.queueTimeoutShare)}`,
         q.refusals === 0 ? '' : `${fmt(q.refusalP99Ms, 1)} (${fmt(q.refusalP99WallMs, 1)} wall)`,
+        q.queueRefusals === 0
+          ? ''
+          : `${q.queueRefusals} = ${pct(q.queueRefusalShare)}, p99 ${fmt(q.queueRefusalP99Ms, 0)} ms`,
         Number.isFinite(q.anyRefusalP99Ms) ? fmt(q.anyRefusalP99Ms, 0) : '',
         deg,
         q.buckets.map((b) => `${b.bucket} ${pct(b.rate, 0)}`).join(', '),
@@ -114,7 +117,8 @@ export function qualityTable(report: Report, levels: readonly LevelResult[]): vo
       'admitted/offered',
       'admitted meeting TTFT and TPOT',
       'queue_timeout (of admitted)',
-      'refusal p99 ms, excl. queue_timeout',
+      'refusal on arrival p99 ms',
+      'refused from the queue (of queued): n, wait p99',
       'any refusal p99 ms',
       'degraded: action n (met SLOs)',
       'refused by prompt length',

@@ -26,11 +26,20 @@ export interface DegradeTally {
 }
 
 export interface Quality {
-  /** Refusals (429/503) other than queue_timeout: send to response headers, model ms. */
+  /**
+   * Refusals (429/503) on arrival: send to response headers, model ms. Not queue_timeout, and
+   * not the gateway's refusals from its queue (they carry `x-gateway-queue-ms`); a generic
+   * proxy's 503 after its own queue timeout counts here, since it does not say it waited.
+   */
   readonly refusalP99Ms: number
   /** The same, wall ms (the gateway's own decision time is not slowed by the time scale). */
   readonly refusalP99WallMs: number
   readonly refusals: number
+  /** Refused from the gateway's queue before their deadline (early refusal): count and wait p99, model ms. */
+  readonly queueRefusals: number
+  readonly queueRefusalP99Ms: number
+  /** queueRefusals ÷ (admitted + queue_timeout + queueRefusals): those that were queued, then refused. */
+  readonly queueRefusalShare: number
   /** Every refusal, queue_timeout and the proxies' own 503s included, model ms. */
   readonly anyRefusalP99Ms: number
   readonly queueTimeouts: number
@@ -91,6 +100,8 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
   const refusals = judged.filter(refused)
   const early = refusals.filter((o) => o.rejectReason !== 'queue_timeout')
   const queueTimeouts = refusals.length - early.length
+  const atArrival = early.filter((o) => o.queueMs === undefined)
+  const fromQueue = early.filter((o) => o.queueMs !== undefined)
   const admitted = judged.filter(
     (o) => !refused(o) && o.error === undefined && (o.status === 200 || o.status === 0),
   )
@@ -106,10 +117,14 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
     }
   }
   const sheddable = admitted.length + queueTimeouts
+  const queued = sheddable + fromQueue.length
   return {
-    refusalP99Ms: p99(early.map(latency)),
-    refusalP99WallMs: p99(early.map((o) => latency(o) * scale)),
-    refusals: early.length,
+    refusalP99Ms: p99(atArrival.map(latency)),
+    refusalP99WallMs: p99(atArrival.map((o) => latency(o) * scale)),
+    refusals: atArrival.length,
+    queueRefusals: fromQueue.length,
+    queueRefusalP99Ms: p99(fromQueue.map(latency)),
+    queueRefusalShare: queued > 0 ? fromQueue.length / queued : Number.NaN,
     anyRefusalP99Ms: p99(refusals.map(latency)),
     queueTimeouts,
     queueTimeoutShare: sheddable > 0 ? queueTimeouts / sheddable : Number.NaN,

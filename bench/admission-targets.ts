@@ -88,6 +88,15 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
         figure: q.refusals === 0 ? 'no refusals' : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals})`,
         hit: q.refusals === 0 ? undefined : q.refusalP99WallMs < TARGETS_14.refusalWallMs,
       },
+      {
+        workload: w.name,
+        target: `${l.level}×: refused from the queue before its deadline (early refusal; information)`,
+        figure:
+          q.queueRefusals === 0
+            ? 'none'
+            : `${q.queueRefusals} = ${pct(q.queueRefusalShare)} of queued, after p99 ${fmt(q.queueRefusalP99Ms, 0)} ms`,
+        hit: undefined,
+      },
     )
   }
   return rows

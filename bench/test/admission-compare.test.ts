@@ -96,10 +96,11 @@ function outcome(seq: number, promptTokens: number, o: Partial<Outcome>): Outcom
 
 describe('admission quality at the client', () => {
   const outcomes: Outcome[] = [
-    // refused at arrival in 1 and 3 wall ms; shed after 400 ms
+    // refused at arrival in 1 and 3 wall ms; shed after 400 ms; refused from the queue after 100 ms
     outcome(0, 100, { status: 503, headersMs: 201, rejectReason: 'ttft_slo' }),
     outcome(1, 5000, { status: 503, headersMs: 203, rejectReason: 'ttft_slo' }),
-    outcome(2, 5000, { status: 503, headersMs: 600, rejectReason: 'queue_timeout' }),
+    outcome(2, 5000, { status: 503, headersMs: 600, rejectReason: 'queue_timeout', queueMs: 400 }),
+    outcome(6, 5000, { status: 503, headersMs: 400, rejectReason: 'ttft_slo', queueMs: 100 }),
     // admitted: one good (TTFT 100, TPOT 10), one degraded and good, one degraded and late
     outcome(3, 100, { tokenMs: [300, 310, 320] }),
     outcome(4, 100, { tokenMs: [300, 310, 320], degraded: 'cap_max_tokens' }),
@@ -121,14 +122,18 @@ describe('admission quality at the client', () => {
     expect(q.anyRefusalP99Ms).toBeLessThanOrEqual(200)
     expect(q.queueTimeouts).toBe(1)
     expect(q.queueTimeoutShare).toBeCloseTo(1 / 4, 9)
+    // the one refused from the queue: apart from those on arrival, a share of the queued
+    expect(q.queueRefusals).toBe(1)
+    expect(q.queueRefusalP99Ms).toBeCloseTo(100, 9)
+    expect(q.queueRefusalShare).toBeCloseTo(1 / 5, 9)
     expect(q.degraded).toEqual([{ action: 'cap_max_tokens', count: 2, metSlo: 1 }])
     expect(q.buckets.map((b) => [b.bucket, b.offered, b.refused])).toEqual([
       ['0-256', 3, 1],
-      ['4k-16k', 3, 2],
+      ['4k-16k', 4, 3],
     ])
     const { ratio, text } = longestVsShortest(q.buckets)
-    expect(ratio).toBeCloseTo(2, 9)
-    expect(text).toBe('4k-16k 66.7% vs 0-256 33.3%')
+    expect(ratio).toBeCloseTo(2.25, 9)
+    expect(text).toBe('4k-16k 75.0% vs 0-256 33.3%')
   })
 
   it('judges a length-aware objective by the prompt: a long prompt gets its allowance', () => {

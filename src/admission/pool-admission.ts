@@ -153,6 +153,7 @@ export class PoolAdmission {
       )
     }
     w.owner = this
+    w.queuedAt = this.clock.now()
     this.estimator.onBacklog(true)
     this.armTimer()
     return w
@@ -274,7 +275,8 @@ export class PoolAdmission {
     const now = this.clock.now()
     if (now - this.lastShedAt < SHED_INTERVAL_MS) return
     this.lastShedAt = now
-    if (this.predictor.refuseHopeless(now, (w, error) => w.resolve(error)) > 0) this.afterDequeue()
+    if (this.predictor.refuseHopeless(now, (w, error) => this.refuseQueued(w, error, now)) > 0)
+      this.afterDequeue()
   }
 
   private afterDequeue(): void {
@@ -287,18 +289,27 @@ export class PoolAdmission {
   }
 
   private onDeadline(): void {
-    const expired = this.queues.expired(this.clock.now())
+    const now = this.clock.now()
+    const expired = this.queues.expired(now)
     if (expired.length > 0) this.afterDequeue()
     for (const w of expired) {
-      w.resolve(
+      this.refuseQueued(
+        w,
         new GatewayError(
           'GW_ERR_QUEUE_TIMEOUT',
           { class: w.className },
           { retryAfterMs: this.predictor.retryAfterMs(w.className, w.promptTokens, w.kvTokens) },
         ),
+        now,
       )
     }
     this.pump()
+  }
+
+  /** Refuses a request taken out of the queue; its wait goes out in `x-gateway-queue-ms`. */
+  private refuseQueued(w: Waiting, error: GatewayError, now: number): void {
+    w.ticket.queuedMs = Math.max(0, now - w.queuedAt)
+    w.resolve(error)
   }
 
   /** Queue sizes per class, for metrics and /admin/state. */
@@ -338,8 +349,9 @@ export class PoolAdmission {
   close(): void {
     this.closed = true
     this.timer.clear()
+    const now = this.clock.now()
     for (const w of this.queues.expired(Number.POSITIVE_INFINITY)) {
-      w.resolve(new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }))
+      this.refuseQueued(w, new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }), now)
     }
   }
 }

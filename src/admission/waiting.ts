@@ -27,6 +27,8 @@ export class Waiting implements Queued {
   facts: EngineFactsView | undefined = undefined
   /** Set when placed in a queue. */
   owner: PoolAdmission | undefined = undefined
+  /** When it was placed in the queue (the pool's clock). */
+  queuedAt = 0
   private settle: (r: Lease | GatewayError) => void = () => {}
 
   constructor(

@@ -136,7 +136,10 @@ export class Pipeline {
     if (t.outcome === 'pending') t.outcome = err.outcome
     const res = r.res
     if (!res.headersSent && !res.destroyed) {
-      res.writeHead(err.status, { ...errorHeaders(err), 'x-request-id': t.id })
+      const headers: Record<string, string> = { ...errorHeaders(err), 'x-request-id': t.id }
+      // refused from the gateway's queue: how long it waited there (absent: refused on arrival)
+      if (t.queuedMs !== undefined) headers['x-gateway-queue-ms'] = String(Math.round(t.queuedMs))
+      res.writeHead(err.status, headers)
       res.end(err.toJSON())
     }
     r.exchange.end(undefined)

@@ -183,9 +183,13 @@ describe('telemetry through the gateway with admission', () => {
     )
     await until(() => depth('limited') === 1, 5_000, 'the limited request queued')
     // queue_limit 1: the next one is refused at once.
-    expect(refused(await chat('limited', fast))).toEqual([503, 'queue_full', 'string'])
-    // Shed after its 300 ms maximum queue wait.
-    expect(refused(await chat('shed', fast))).toEqual([503, 'queue_timeout', 'string'])
+    const full = await chat('limited', fast)
+    expect(refused(full)).toEqual([503, 'queue_full', 'string'])
+    expect(full.headers['x-gateway-queue-ms']).toBeUndefined() // refused on arrival
+    // Shed after its 300 ms maximum queue wait, which it is told.
+    const shed = await chat('shed', fast)
+    expect(refused(shed)).toEqual([503, 'queue_timeout', 'string'])
+    expect(Number(shed.headers['x-gateway-queue-ms'])).toBeGreaterThanOrEqual(300)
     // Cancelled while queued.
     expect(prefillingOnBig()).toBe(604)
     q1Abort.abort()

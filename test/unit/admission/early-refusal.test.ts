@@ -64,6 +64,7 @@ describe('early refusal of queued requests', () => {
     expect(err.code).toBe('GW_ERR_TTFT_SLO')
     expect(err.rejectReason).toBe('ttft_slo')
     expect(err.retryAfterMs).toBeGreaterThan(0)
+    expect(waiting.ticket.queuedMs).toBe(480) // its wait, sent in x-gateway-queue-ms
     expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(0)
     pa.close()
   })
