@@ -8,7 +8,8 @@ import { fmt, Report } from '../src/loadgen/report.js'
 export type Scorer = 'least-wait' | 'prefix-affinity'
 
 export interface RunSpec {
-  readonly workload: 'multi-turn' | 'chat'
+  /** A file of config/workloads; `chat` is the no-shared-prefix check. */
+  readonly workload: string
   readonly scorer: Scorer
   readonly level: number
   readonly replicas: number
@@ -74,6 +75,10 @@ export interface ReportFacts {
   readonly scale: number
   readonly durationS: number
   readonly rate: number
+  /** The least-wait runs that measured 1× (empty when --rate gave it). */
+  readonly calibration: readonly RunResult[]
+  readonly workload: string
+  readonly description: string
   readonly replicas: number
   readonly levels: readonly number[]
 }
@@ -91,9 +96,9 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
       `prefix-affinity with the shipped weights${f.routing === undefined ? '' : ` and ${f.routing}`}.`,
       `Each run: fresh simulator and gateway processes (cold caches), ${f.durationS} s of open-loop Poisson load from`,
       "`slo-gateway bench`'s machinery (src/loadgen), then the requests still running are let finish.",
-      `Workloads: \`config/workloads/multi-turn.yaml\` (an 800-token system prompt shared by every conversation, 2-8 turns`,
-      'each sending its whole history) and `config/workloads/chat.yaml` (unique prompts: no shared prefix), at half the rate.',
-      `1× = ${fmt(f.rate, 1)} req/s on ${f.replicas} replicas; the single-replica row runs the same workload at 1/${f.replicas} of it.`,
+      `Workloads: \`config/workloads/${f.workload}.yaml\` (${f.description}; each request sends its conversation's whole history)`,
+      'and `config/workloads/chat.yaml` (unique prompts: no shared prefix), at half the rate.',
+      `1× = ${fmt(f.rate, 1)} req/s on ${f.replicas} replicas${f.calibration.length > 0 ? ": least-wait's max goodput on the workload (the highest rate keeping 90% of offered requests within both objectives), measured first (below)" : ' (given by --rate, not measured)'}; the single-replica row runs the same workload at 1/${f.replicas} of it.`,
       "Hit rate: the engines' own counters (prefix-cache hits / queries, tokens), over the replicas. Goodput: requests",
       'that met TTFT 500 ms and TPOT 50 ms, per second of load. Spread: the share of requests each replica served.',
     ].join('\n'),
@@ -123,14 +128,14 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
   for (const level of f.levels) {
     const lw = results.find(
       (r) =>
-        r.spec.workload === 'multi-turn' &&
+        r.spec.workload !== 'chat' &&
         r.spec.replicas > 1 &&
         r.spec.level === level &&
         r.spec.scorer === 'least-wait',
     )
     const pa = results.find(
       (r) =>
-        r.spec.workload === 'multi-turn' &&
+        r.spec.workload !== 'chat' &&
         r.spec.replicas > 1 &&
         r.spec.level === level &&
         r.spec.scorer === 'prefix-affinity',
@@ -155,5 +160,19 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
     ])
   report.heading('prefix-affinity against least-wait')
   report.table(['load', "hit rate ÷ one replica's", 'TTFT p50', 'TTFT p99', 'goodput'], rows)
+  if (f.calibration.length > 0) {
+    report.heading('1×: the search for least-wait’s max goodput')
+    report.table(
+      ['rate req/s', 'attainment', 'goodput/s', 'TTFT p50 ms', 'TTFT p99 ms', 'hit rate'],
+      f.calibration.map((r) => [
+        fmt(r.spec.rate, 1),
+        pct(r.attainment),
+        fmt(r.goodputRps, 2),
+        fmt(r.ttftP50, 0),
+        fmt(r.ttftP99, 0),
+        pct(r.hitRate),
+      ]),
+    )
+  }
   report.write(f.out)
 }

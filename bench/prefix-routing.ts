@@ -5,8 +5,9 @@
  * simulated replicas (prefix caching on, as vLLM V1's default), time-scaled. The workload
  * is `slo-gateway bench`'s own (src/loadgen: the plan, the request builder that grows
  * conversations, the streaming client, the summary), from config/workloads/multi-turn.yaml
- * (a shared system prompt and growing conversations), plus config/workloads/chat.yaml (no
- * shared prefix at all: routing must change nothing there). Each run starts fresh
+ * (a shared system prompt and growing conversations; --workload multi-turn-long for long
+ * agent-like ones), plus config/workloads/chat.yaml (no shared prefix at all: routing must
+ * change nothing there). 1× is measured first (least-wait's max goodput) unless --rate says it. Each run starts fresh
  * processes (cold caches): the simulator's replicas in one, the gateway in another.
  *
  * Per run, at each load level (× the rate given as 1×): the engines' prefix-cache hit rate
@@ -16,6 +17,7 @@
  * target's yardstick). Times and rates are in model time (wall ÷ scale). Writes
  * reports/prefix-routing.md. Benchmarks report; they never assert.
  */
+import { existsSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -23,6 +25,7 @@ import { parseArgs } from 'node:util'
 import { Pool, request } from 'undici'
 import { runBench } from '../src/loadgen/bench-run.js'
 import { summarizeRun } from '../src/loadgen/bench-summary.js'
+import { searchMaxRate } from '../src/loadgen/goodput-search.js'
 import { fmt } from '../src/loadgen/report.js'
 import { RequestBuilder } from '../src/loadgen/request-builder.js'
 import { RequestPlan } from '../src/loadgen/request-plan.js'
@@ -38,8 +41,12 @@ const USAGE = `Usage: npm run bench:prefix -- [options]
 
   --quick          a smoke run: least-wait and prefix-affinity at one level, short (about a minute)
   --only LIST      runs to do, of single, least-wait, prefix-affinity, chat (default all)
-  --rate R         1x, in requests/s of model time (default 24: about the 4 replicas' capacity on
-                   multi-turn with least-wait, see the report)
+  --workload NAME  the shared-prefix workload, of config/workloads (default multi-turn;
+                   multi-turn-long: agent-like conversations whose prompts reach 4k-8k tokens)
+  --rate R|auto    1x, in requests/s of model time. auto (the default; --quick: 24) measures it
+                   first: least-wait's max goodput on the workload (attainment >= 90%), searched
+                   from --rate-guess by a factor of 1.5, then bisected to 10%
+  --rate-guess R   where auto starts (default 24)
   --levels LIST    load levels, multiples of --rate (default 1,2)
   --scale S        time scale (default 3; --quick 2)
   --duration S     model seconds of load per run (default 60; --quick 8)
@@ -202,7 +209,9 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       quick: { type: 'boolean', default: false },
-      rate: { type: 'string', default: '24' },
+      rate: { type: 'string' },
+      'rate-guess': { type: 'string', default: '24' },
+      workload: { type: 'string', default: 'multi-turn' },
       levels: { type: 'string' },
       scale: { type: 'string' },
       duration: { type: 'string' },
@@ -224,7 +233,10 @@ async function main(): Promise<void> {
     if (v === undefined || !ok(x)) throw new RangeError(`--${name}: got '${v}'`)
     return x
   }
-  const rate = num('rate', values.rate, (x) => x > 0)
+  const rateArg = values.rate ?? (values.quick ? '24' : 'auto')
+  const workload = values.workload
+  if (!existsSync(join(ROOT, `config/workloads/${workload}.yaml`)))
+    throw new RangeError(`--workload: no config/workloads/${workload}.yaml`)
   const scale = num('scale', values.scale ?? (values.quick ? '2' : '3'), (x) => x > 0)
   const replicas = num('replicas', values.replicas, (x) => Number.isInteger(x) && x >= 2)
   const durationS = num('duration', values.duration ?? (values.quick ? '8' : '60'), (x) => x > 0)
@@ -242,6 +254,25 @@ async function main(): Promise<void> {
   const loadBefore = loadavg()
   const started = performance.now()
 
+  const calibration: RunResult[] = []
+  let rate: number
+  if (rateArg === 'auto') {
+    const guess = num('rate-guess', values['rate-guess'], (x) => x > 0)
+    log(`1x: least-wait's max goodput on ${workload}, from ${fmt(guess, 1)}/s`)
+    const found = await searchMaxRate(
+      async (r) => {
+        const res = await runOne({ workload, scorer: 'least-wait', level: 1, replicas, rate: r }, o)
+        log(`  ${fmt(r, 1)}/s: attainment ${pct(res.attainment)}, goodput ${fmt(res.goodputRps, 2)}/s`)
+        calibration.push(res)
+        return res
+      },
+      { start: guess, attainment: 0.9, step: 1.5, tolerance: 0.1, maxTrials: 6 },
+    )
+    if (found.rate === 0) throw new Error(`no rate down to ${fmt(guess / 64, 2)}/s met 90% attainment`)
+    rate = found.rate
+    log(`1x = ${fmt(rate, 1)}/s (${found.stop})`)
+  } else rate = num('rate', rateArg, (x) => x > 0)
+
   const only = new Set(
     (values.only ?? (values.quick ? 'least-wait,prefix-affinity' : RUNS.join(','))).split(','),
   )
@@ -249,10 +280,10 @@ async function main(): Promise<void> {
     if (!RUNS.includes(r)) throw new RangeError(`--only: ${r} is not one of ${RUNS.join(', ')}`)
   const specs: RunSpec[] = []
   if (only.has('single'))
-    specs.push({ workload: 'multi-turn', scorer: 'least-wait', level: 1, replicas: 1, rate: rate / replicas })
+    specs.push({ workload, scorer: 'least-wait', level: 1, replicas: 1, rate: rate / replicas })
   for (const level of levels)
     for (const scorer of ['least-wait', 'prefix-affinity'] as const)
-      if (only.has(scorer)) specs.push({ workload: 'multi-turn', scorer, level, replicas, rate })
+      if (only.has(scorer)) specs.push({ workload, scorer, level, replicas, rate })
   if (only.has('chat'))
     for (const scorer of ['least-wait', 'prefix-affinity'] as const)
       specs.push({ workload: 'chat', scorer, level: levels[0]!, replicas, rate: rate / 2 })
@@ -278,6 +309,10 @@ async function main(): Promise<void> {
     scale,
     durationS,
     rate,
+    calibration,
+    workload,
+    description:
+      loadWorkload(join(ROOT, `config/workloads/${workload}.yaml`)).workload.description ?? workload,
     replicas,
     levels,
   })
