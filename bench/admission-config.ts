@@ -24,6 +24,8 @@ const runWindow = z.strictObject({
   settle_s: z.number().nonnegative(),
   measure_s: z.number().positive(),
   tail_s: z.number().nonnegative(),
+  /** The measured window is made longer where needed for this many interactive arrivals per level. */
+  min_requests: z.int().positive().optional(),
 })
 
 /** A workload: the base file's workload with these changes (admission-workloads.ts). */

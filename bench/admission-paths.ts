@@ -99,14 +99,18 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
   log(
     `${wl.name}: 1× = ${cap.interactiveRps.toFixed(2)} interactive req/s; batch flood ${batchRate.toFixed(2)} req/s`,
   )
-  const segDur = (w.settle_s + w.measure_s + w.tail_s) * 1000
+  // a measured window long enough for `min_requests` interactive arrivals at the level's rate
+  // (a slow engine's 1× is about one request a second: 2 s would judge two requests)
+  const measureMs = (x: number) =>
+    Math.max(w.measure_s, (w.min_requests ?? 0) / (x * cap.interactiveRps)) * 1000
+  const segDur = (x: number) => (w.settle_s + w.tail_s) * 1000 + measureMs(x)
   const level = (x: number, name = `${x}×`): Segment => ({
     name,
     measured: true,
     settleMs: w.settle_s * 1000,
-    measureMs: w.measure_s * 1000,
+    measureMs: measureMs(x),
     tailMs: w.tail_s * 1000,
-    arrivals: mergedArrivals(wl.spec, { interactive: x * cap.interactiveRps, batch: batchRate }, segDur),
+    arrivals: mergedArrivals(wl.spec, { interactive: x * cap.interactiveRps, batch: batchRate }, segDur(x)),
   })
   // not judged for goodput; its window is the whole segment, so the estimator's error in it is read
   const lead = (ms: number, name: string): Segment => ({
@@ -122,7 +126,7 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
     ),
   })
   // the reference on virtual time: one replica, so only for one-replica workloads
-  const reference = r === 1 ? o.levels.map((x) => referenceLevel(profile, x, level(x), segDur, slo)) : []
+  const reference = r === 1 ? o.levels.map((x) => referenceLevel(profile, x, level(x), segDur(x), slo)) : []
   forgetHashes()
   const levels: LevelResult[] = o.levels.map((x) => ({
     level: x,

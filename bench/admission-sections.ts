@@ -48,7 +48,7 @@ export function peerVersions(
     'level a run of its own from an idle simulator. Two replicas directly: the load generator sends round-robin to them.',
     `**slo-gateway**: a fresh process per workload with its defaults (time-scaled): its first segment, ${w.warmup_s} s at 1×, is the`,
     '*cold start*, whose estimator error is reported apart from the levels after it (steady state).',
-    `**Windows** (model s): settle ${w.settle_s}, measured ${w.measure_s}, tail ${w.tail_s} per level.`,
+    `**Windows** (model s): settle ${w.settle_s}, measured ${w.measure_s}${w.min_requests === undefined ? '' : ` or longer, until ${w.min_requests} interactive requests arrive in it`}, tail ${w.tail_s} per level.`,
     '',
     'Workloads (seed of the file, each its own simulator process):',
     ...workloads.map(

@@ -78,7 +78,7 @@ export function setupSection(report: Report, f: SetupFacts): void {
       'lag are reported per run as the check that the CPU did not distort the results; both are wall ms, to',
       `compare with steps of ~${fmt(6.5 * scale, 0)}–${fmt(40 * scale, 0)} ms wall.`,
       '',
-      `**Runs.** Each level (segment): ${w.settle_s} s settling (not judged), ${w.measure_s} s measured window (requests`,
+      `**Runs.** Each level (segment): ${w.settle_s} s settling (not judged), ${w.measure_s} s measured window${w.min_requests === undefined ? '' : ` (longer where ${w.min_requests} interactive requests take longer to arrive)`} (requests`,
       `arriving in it are judged; tokens reaching the client in it are throughput), ${w.tail_s} s tail (the load goes`,
       'on; measured requests are judged on what they streamed until its end, the *horizon*). Directly, each',
       'level is a run of its own from an idle simulator, cut off after its tail: the flood grows the',
