@@ -23,6 +23,8 @@ export interface GateLimits {
   readonly maxWaiting: number
   /** Requests in flight to the endpoint, fewer than (unless the endpoint's max_num_seqs is known). */
   readonly maxInflight: number
+  /** The share of the endpoint's prefill budget the class may fill (classes.<c>.max_prefill_share). */
+  readonly prefillShare: number
 }
 
 /**
@@ -99,6 +101,7 @@ export class EndpointGates {
         maxKvUsage: c.max_kv_usage,
         maxWaiting: cfg.max_server_waiting,
         maxInflight: cfg.max_inflight_per_endpoint,
+        prefillShare: c.max_prefill_share,
       })
     }
   }
@@ -109,11 +112,11 @@ export class EndpointGates {
   }
 
   /**
-   * The gate for one request of `className`: room in the prefill budget, a decode within
-   * the TPOT objectives, and headroom. `pastGuard`: the request is served under its class's
-   * floor (min_share) and skips the decode guard, so a guard that the classes above keep
-   * closed cannot hold it forever. `computeAt`: its tokens to compute at each endpoint
-   * (default: the whole prompt).
+   * The gate for one request of `className`: room in its class's share of the prefill
+   * budget, a decode within the TPOT objectives, and headroom. `pastGuard`: the request is
+   * served under its class's floor (min_share) and skips the decode guard and its class's
+   * share of the budget (it may use all of it), so the classes above cannot hold it
+   * forever. `computeAt`: its tokens to compute at each endpoint (default: the whole prompt).
    */
   open(
     className: string,
@@ -125,7 +128,8 @@ export class EndpointGates {
     const limits = this.limits.get(className) as GateLimits
     return (v) => {
       const tokens = computeAt?.(v) ?? promptTokens
-      if (!fitsBudget(this.prefilling.at(v.name), tokens, this.budget(v).tokens)) return false
+      const budget = this.budget(v).tokens * (pastGuard ? 1 : limits.prefillShare)
+      if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) return false
       if (!pastGuard && !this.guard.allows(className, v.name)) return false
       return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
     }
@@ -148,7 +152,7 @@ export class EndpointGates {
     const limits = this.limits.get(className)!
     let ms = 0
     const tokens = computeAt?.(v) ?? promptTokens
-    const budget = this.budget(v).tokens
+    const budget = this.budget(v).tokens * limits.prefillShare
     if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }

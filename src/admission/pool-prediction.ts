@@ -19,7 +19,7 @@ import type { Waiting } from './waiting.js'
 
 const PROMPT_ALPHA = 0.05
 /** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
-const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0 }
+const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0, prefillShare: 1 }
 
 /** A request's prediction in a pool (predict()). */
 export interface PoolPrediction {

@@ -222,6 +222,14 @@ export const classSchema = z.strictObject({
   max_queue_wait_ms: positiveInt.default(30_000),
   /** Dispatch only to an endpoint whose KV usage is below this (0..1). */
   max_kv_usage: z.number().gt(0).max(1),
+  /**
+   * Dispatch only while the prompt tokens awaiting their first token at the endpoint stay
+   * within this share (0..1] of its prefill budget. A model server prefills first come, first
+   * served: every batch prompt pending there is prefill an interactive prompt sent after it
+   * waits for, so a class below keeps most of the budget free for the classes above. A
+   * request under its class's floor (min_share) may use the whole budget.
+   */
+  max_prefill_share: z.number().gt(0).max(1).default(1),
   /** Whether a predicted TTFT miss refuses the request (false: it waits until its own deadline). */
   reject_on_ttft: z.boolean(),
   /** Degrade actions, tried in order before a refusal. */
@@ -252,6 +260,7 @@ export const BUILTIN_CLASSES = {
     max_queue_wait_ms: 25 * 60_000,
     min_share: 0.05,
     max_kv_usage: 0.7,
+    max_prefill_share: 0.25,
     reject_on_ttft: false,
   },
 } as const
