@@ -106,6 +106,19 @@ export class EndpointGates {
     }
   }
 
+  /**
+   * True while a class above `className` has requests in flight or queued in the pool: only
+   * then does the class's prefill share bind (with nothing above it to wait, it may fill the
+   * budget). Set by the pool's admission; by default the share always binds.
+   */
+  aboveBusy: (className: string) => boolean = () => true
+
+  /** The share of the endpoint's prefill budget a request of `className` may fill now. */
+  private share(className: string, limits: GateLimits, pastGuard: boolean): number {
+    if (pastGuard || limits.prefillShare >= 1) return 1
+    return this.aboveBusy(className) ? limits.prefillShare : 1
+  }
+
   /** Called when the decode guard may have opened (a decode window closed). */
   set onChange(f: () => void) {
     this.guard.onChange = f
@@ -113,7 +126,7 @@ export class EndpointGates {
 
   /**
    * The gate for one request of `className`: room in its class's share of the prefill
-   * budget, a decode within the TPOT objectives, and headroom. `pastGuard`: the request is
+   * budget (while a class above it has work), a decode within the TPOT objectives, and headroom. `pastGuard`: the request is
    * served under its class's floor (min_share) and skips the decode guard and its class's
    * share of the budget (it may use all of it), so the classes above cannot hold it
    * forever. `computeAt`: its tokens to compute at each endpoint (default: the whole prompt).
@@ -128,7 +141,7 @@ export class EndpointGates {
     const limits = this.limits.get(className) as GateLimits
     return (v) => {
       const tokens = computeAt?.(v) ?? promptTokens
-      const budget = this.budget(v).tokens * (pastGuard ? 1 : limits.prefillShare)
+      const budget = this.budget(v).tokens * this.share(className, limits, pastGuard)
       if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) return false
       if (!pastGuard && !this.guard.allows(className, v.name)) return false
       return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
@@ -152,7 +165,7 @@ export class EndpointGates {
     const limits = this.limits.get(className)!
     let ms = 0
     const tokens = computeAt?.(v) ?? promptTokens
-    const budget = this.budget(v).tokens * limits.prefillShare
+    const budget = this.budget(v).tokens * this.share(className, limits, false)
     if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }

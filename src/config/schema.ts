@@ -226,8 +226,9 @@ export const classSchema = z.strictObject({
    * Dispatch only while the prompt tokens awaiting their first token at the endpoint stay
    * within this share (0..1] of its prefill budget. A model server prefills first come, first
    * served: every batch prompt pending there is prefill an interactive prompt sent after it
-   * waits for, so a class below keeps most of the budget free for the classes above. A
-   * request under its class's floor (min_share) may use the whole budget.
+   * waits for, so a class below keeps most of the budget free for the classes above. It
+   * binds while a class above has requests in flight or queued; a request under its class's
+   * floor (min_share) may use the whole budget.
    */
   max_prefill_share: z.number().gt(0).max(1).default(1),
   /** Whether a predicted TTFT miss refuses the request (false: it waits until its own deadline). */

@@ -6,8 +6,11 @@
  */
 import { describe, expect, it } from 'vitest'
 import { EndpointGates } from '../../../src/admission/gate.js'
+import { PoolAdmission, Waiting } from '../../../src/admission/pool-admission.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
+import { GatewayError } from '../../../src/errors.js'
+import { Ticket } from '../../../src/ticket.js'
 import { FakePool } from './fake-pool.js'
 
 function setup(batchShare?: number) {
@@ -51,6 +54,44 @@ describe('max_prefill_share', () => {
     const never = () => Number.POSITIVE_INFINITY
     expect(gates.reopenInMs(view, 'batch', 600, 600, never)).toBe(100)
     expect(gates.reopenInMs(view, 'interactive', 600, 600, never)).toBe(0)
+  })
+
+  it('binds only while a class above has work: with nothing above busy, batch fills the budget', () => {
+    const { gates, view } = setup()
+    gates.dispatched(view.name, 1_500, 100)
+    gates.aboveBusy = (c) => {
+      expect(c).toBe('batch')
+      return false
+    }
+    expect(gates.open('batch', 6_000, 6_000)(view)).toBe(true)
+    gates.aboveBusy = () => true
+    expect(gates.open('batch', 6_000, 6_000)(view)).toBe(false)
+  })
+
+  it('a pool binds it while interactive is in flight or queued, and not while it is idle', () => {
+    const config = configSchema.parse({ admission: { max_prefill_tokens_per_endpoint: 8_000 } })
+    const clock = new ManualClock(1_000)
+    const pa = new PoolAdmission(new FakePool(), config.classes, config.admission, clock)
+    const item = (cls: string, prompt: number) => {
+      const t = new Ticket(`r${Math.random()}`, 'POST', '/v1/chat/completions', clock.now())
+      t.bodyBytes = 200
+      return new Waiting(t, cls, prompt, prompt + 100, {
+        queueFeatures: undefined,
+        queueMs: 0,
+        serverMs: 30,
+        totalMs: 30,
+      })
+    }
+    const dispatched = (w: Waiting, r: unknown) => r !== w && !(r instanceof GatewayError)
+    // interactive idle: batch prompts go until the whole budget is pending (3 x 2,500)
+    const b = [1, 2, 3].map(() => item('batch', 2_500))
+    expect(b.map((w) => dispatched(w, pa.place(w, 't', 1, clock.now() + 60_000)))).toEqual([true, true, true])
+    // an interactive request in flight: the next batch prompt waits (7,500 pending > 0.25 x 8,000)
+    const i = item('interactive', 100)
+    expect(dispatched(i, pa.place(i, 't', 1, clock.now() + 60_000))).toBe(true)
+    const next = item('batch', 100)
+    expect(pa.place(next, 't', 1, clock.now() + 60_000)).toBe(next)
+    pa.close()
   })
 
   it('set to 1, batch fills the budget as interactive does', () => {
