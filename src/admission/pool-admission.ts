@@ -98,7 +98,9 @@ export class PoolAdmission {
     this.gates = new EndpointGates(classes, cfg, clock, this.facts.priors.prefillTokensPerS)
     this.gates.onChange = () => this.schedulePump()
     // a class's prefill share binds while a class above it has work (in flight or queued)
-    const above = new Map(defs.map((d) => [d.name, defs.filter((o) => o.priority < d.priority).map((o) => o.name)]))
+    const above = new Map(
+      defs.map((d) => [d.name, defs.filter((o) => o.priority < d.priority).map((o) => o.name)]),
+    )
     this.gates.aboveBusy = (className) =>
       (above.get(className) ?? []).some((c) => (this.inflight.get(c) ?? 0) > 0 || this.queues.sizeOf(c) > 0)
     this.classNames = defs.map((d) => d.name)
