@@ -77,6 +77,8 @@ export interface ReportFacts {
   readonly rate: number
   /** The least-wait runs that measured 1× (empty when --rate gave it). */
   readonly calibration: readonly RunResult[]
+  /** Model seconds of load per run of that search. */
+  readonly calibrationS: number
   readonly workload: string
   readonly description: string
   readonly replicas: number
@@ -162,6 +164,9 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
   report.table(['load', "hit rate ÷ one replica's", 'TTFT p50', 'TTFT p99', 'goodput'], rows)
   if (f.calibration.length > 0) {
     report.heading('1×: the search for least-wait’s max goodput')
+    report.paragraph(
+      `Runs of ${f.calibrationS} model s each, least-wait on ${f.replicas} replicas, from --rate-guess up or down by 1.5, then bisected to 10%.`,
+    )
     report.table(
       ['rate req/s', 'attainment', 'goodput/s', 'TTFT p50 ms', 'TTFT p99 ms', 'hit rate'],
       f.calibration.map((r) => [

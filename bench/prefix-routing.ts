@@ -47,6 +47,7 @@ const USAGE = `Usage: npm run bench:prefix -- [options]
                    first: least-wait's max goodput on the workload (attainment >= 90%), searched
                    from --rate-guess by a factor of 1.5, then bisected to 10%
   --rate-guess R   where auto starts (default 24)
+  --calibrate-duration S  model seconds of load per run of that search (default 20)
   --levels LIST    load levels, multiples of --rate (default 1,2)
   --scale S        time scale (default 3; --quick 2)
   --duration S     model seconds of load per run (default 60; --quick 8)
@@ -211,6 +212,7 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       rate: { type: 'string' },
       'rate-guess': { type: 'string', default: '24' },
+      'calibrate-duration': { type: 'string', default: '20' },
       workload: { type: 'string', default: 'multi-turn' },
       levels: { type: 'string' },
       scale: { type: 'string' },
@@ -255,13 +257,15 @@ async function main(): Promise<void> {
   const started = performance.now()
 
   const calibration: RunResult[] = []
+  const calibrateS = num('calibrate-duration', values['calibrate-duration'], (x) => x > 0)
   let rate: number
   if (rateArg === 'auto') {
     const guess = num('rate-guess', values['rate-guess'], (x) => x > 0)
+    const calibrate = { ...o, durationS: calibrateS }
     log(`1x: least-wait's max goodput on ${workload}, from ${fmt(guess, 1)}/s`)
     const found = await searchMaxRate(
       async (r) => {
-        const res = await runOne({ workload, scorer: 'least-wait', level: 1, replicas, rate: r }, o)
+        const res = await runOne({ workload, scorer: 'least-wait', level: 1, replicas, rate: r }, calibrate)
         log(`  ${fmt(r, 1)}/s: attainment ${pct(res.attainment)}, goodput ${fmt(res.goodputRps, 2)}/s`)
         calibration.push(res)
         return res
@@ -310,6 +314,7 @@ async function main(): Promise<void> {
     durationS,
     rate,
     calibration,
+    calibrationS: calibrateS,
     workload,
     description:
       loadWorkload(join(ROOT, `config/workloads/${workload}.yaml`)).workload.description ?? workload,
