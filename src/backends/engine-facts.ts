@@ -88,6 +88,8 @@ export const DEFAULT_STEP_TOKENS: Readonly<Record<EngineName, number>> = {
 export const MIN_SAMPLES = 8
 /** Prefill samples kept (the last requests'). */
 const PREFILL_RING = 64
+/** A full ring's quantile line is fitted again after this many new samples. */
+const REFIT_EVERY = 8
 /** The quantile of the prefill samples the rate's line follows. */
 const PREFILL_QUANTILE = 0.2
 /** Spread of the prompts' lengths (coefficient of variation) above which the slope is fitted. */
@@ -140,6 +142,14 @@ export class EngineFacts implements EngineFactsView {
   private count = 0
   /** The measured rate of the samples as they are (undefined: to compute; null: none). */
   private rateCache: number | null | undefined = undefined
+  /**
+   * The quantile line's slope (O(n² log n) to fit), for the lone samples or all of them
+   * (`slopeOfLone`): fitted again once the ring has taken REFIT_EVERY new samples, not on
+   * each (the rate is read on every arrival; at 64 samples a fit costs about as much as the
+   * rest of the request's path).
+   */
+  private slopeCache: { readonly slope: number | undefined; readonly ofLone: boolean } | undefined = undefined
+  private sinceFit = 0
   private readonly windows: { readonly meanMs: number; readonly gaps: number }[] = []
   /** The step time of `windows`, kept until the next window (stepMs() is read on every dispatch). */
   private step: number | undefined = undefined
@@ -170,6 +180,8 @@ export class EngineFacts implements EngineFactsView {
     if (this.samples.length > PREFILL_RING) this.samples.shift()
     this.count++
     this.rateCache = undefined
+    // until the ring is full every sample refits (the first ones matter most)
+    if (++this.sinceFit >= (this.samples.length < PREFILL_RING ? 1 : REFIT_EVERY)) this.slopeCache = undefined
   }
 
   /** A window of the endpoint's inter-token gaps closed with this mean, ms, over `gaps` gaps. */
@@ -257,7 +269,7 @@ export class EngineFacts implements EngineFactsView {
     }
     const mx = sx / n
     const spread = sxx / n - mx * mx > (MIN_SPREAD * mx) ** 2
-    const slope = spread ? quantileSlope(points, PREFILL_QUANTILE) : undefined
+    const slope = spread ? this.slopeOf(points, points === lone) : undefined
     if (slope !== undefined && slope > 0) return plausible(1000 / slope)
     const fixed = FIXED_STEPS * this.stepMs().value
     const msPerToken = lowQuantile(
@@ -265,6 +277,14 @@ export class EngineFacts implements EngineFactsView {
       PREFILL_QUANTILE,
     )
     return msPerToken === undefined ? undefined : plausible(1000 / msPerToken)
+  }
+
+  private slopeOf(points: readonly Point[], ofLone: boolean): number | undefined {
+    if (this.slopeCache === undefined || this.slopeCache.ofLone !== ofLone) {
+      this.slopeCache = { slope: quantileSlope(points, PREFILL_QUANTILE), ofLone }
+      this.sinceFit = 0
+    }
+    return this.slopeCache.slope
   }
 
   /** Tokens/s from the engine's prefill-time and prompt-token histograms (vLLM V1). */
