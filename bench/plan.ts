@@ -21,9 +21,10 @@
  *   --time-scale K                     # K for every profile
  *   --profile P, --workload W          # only these (repeatable)
  *   --trial-s S, --max-trials N        # each trial's engine-seconds; the search's trials
+ *   --speed-only                       # only the 600-s sweep's time, to bench/results/plan-speed.md
  */
 import { mkdtempSync, writeFileSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
@@ -46,6 +47,7 @@ const CLI = join(ROOT, 'src', 'cli.ts')
 const TSX = import.meta.resolve('tsx')
 const args = process.argv.slice(2)
 const quick = args.includes('--quick')
+const speedOnly = args.includes('--speed-only')
 const all = (flag: string) =>
   args.flatMap((a, i) => (a === flag && args[i + 1] !== undefined ? [args[i + 1]!] : []))
 const num = (flag: string): number | undefined => {
@@ -195,7 +197,7 @@ async function main(): Promise<void> {
   const pool = DEFAULT_POOL
   const rows: PlanRow[] = []
   const started = performance.now()
-  for (const profileName of PROFILES) {
+  for (const profileName of speedOnly ? [] : PROFILES) {
     for (const name of WORKLOADS) {
       const file = join(ROOT, 'config', 'workloads', `${name}.yaml`)
       const workload = loadWorkload(file)
@@ -271,6 +273,12 @@ async function main(): Promise<void> {
     tolerance: 0.5,
     maxSearchRuns: 0,
   })
+  if (speedOnly) {
+    const line = `Speed: plan's sweep of 8 rates x ${sweepS} simulated s, with and without admission (16 runs), took ${(timed.timing.sweepMs / 1000).toFixed(1)} s of wall time (target for 600 s: < 30 s; load average ${loadBefore.toFixed(1)} on ${cpus().length} cores when it began; run under tsx). ${new Date().toISOString()}, node ${process.version}; \`npm run bench:plan -- --speed-only\`.\n`
+    writeFileSync(join(ROOT, 'bench', 'results', 'plan-speed.md'), `# plan: the speed of a sweep\n\n${line}`)
+    process.stdout.write(line)
+    return
+  }
   const md = writePlanReport(join(ROOT, 'bench', 'results'), rows, {
     quick,
     trialS: TRIAL_S,
