@@ -126,10 +126,11 @@ export class EndpointGates {
 
   /**
    * The gate for one request of `className`: room in its class's share of the prefill
-   * budget (while a class above it has work), a decode within the TPOT objectives, and headroom. `pastGuard`: the request is
-   * served under its class's floor (min_share) and skips the decode guard and its class's
-   * share of the budget (it may use all of it), so the classes above cannot hold it
-   * forever. `computeAt`: its tokens to compute at each endpoint (default: the whole prompt).
+   * budget (while a class above it has work), a decode within the TPOT objectives, and
+   * headroom. `pastGuard`: the request is served under its class's floor (min_share) and
+   * skips the decode guard and its class's share of the budget (it may use all of it), so
+   * the classes above cannot hold it forever. `computeAt`: its tokens to compute at each
+   * endpoint (default: the whole prompt).
    */
   open(
     className: string,

@@ -144,7 +144,7 @@ export class EngineFacts implements EngineFactsView {
   private rateCache: number | null | undefined = undefined
   /**
    * The quantile line's slope (O(n² log n) to fit), for the lone samples or all of them
-   * (`slopeOfLone`): fitted again once the ring has taken REFIT_EVERY new samples, not on
+   * (`ofLone`): fitted again once the ring has taken REFIT_EVERY new samples, not on
    * each (the rate is read on every arrival; at 64 samples a fit costs about as much as the
    * rest of the request's path).
    */
