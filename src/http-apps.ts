@@ -84,14 +84,12 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
   // connection each connectionsCheckingInterval); a response may stream for longer
   const requestMs = config.server.request_timeout_ms
   const headersMs = Math.min(config.server.headers_timeout_ms, requestMs)
-  const app = Fastify({
+  // both listeners: the logger (one log line per request comes from the accounting stage
+  // instead), the body limit, and the same defences against slow and malformed clients
+  const defences = () => ({
     loggerInstance: deps.logger,
-    // one log line per request comes from the accounting stage instead
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: limit,
-    genReqId: (req) => requestId(req.headers['x-request-id']),
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
     requestTimeout: requestMs,
     http: {
       headersTimeout: headersMs,
@@ -99,6 +97,12 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4))),
     },
     clientErrorHandler: clientErrorHandler(deps.logger, { headersMs, requestMs }),
+  })
+  const app = Fastify({
+    ...defences(),
+    genReqId: (req) => requestId(req.headers['x-request-id']),
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
   })
   app.server.maxConnections = config.server.max_connections
   const tokens = deps.tokens ?? new TokenEstimator()
@@ -159,18 +163,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
 
   const ready = () => !pipeline.draining && deps.backends.ready()
   // the admin listener: the same defences against slow and malformed clients, the same error bodies
-  const admin = Fastify({
-    loggerInstance: deps.logger,
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: limit,
-    requestTimeout: requestMs,
-    http: {
-      headersTimeout: headersMs,
-      requestTimeout: requestMs,
-      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 4))),
-    },
-    clientErrorHandler: clientErrorHandler(deps.logger, { headersMs, requestMs }),
-  })
+  const admin = Fastify(defences())
   answerAdminErrors(admin, deps.logger, limit)
   const token = adminTokenDigest(config.server)
   if (token !== undefined) protectAdmin(admin, token, DASHBOARD_PUBLIC_PATHS)
