@@ -46,13 +46,15 @@ export interface ReportRun {
   readonly sweepSimulatedS: number
   readonly loadBefore: number
   readonly wallS: number
+  /** The report's file name in `dir` (plan.md by default). */
+  readonly file?: string
 }
 
 const f = (v: number | undefined, d = 2) => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(d))
 const pct = (v: number) => `${f(v * 100, 1)}%`
 const share = (c: Counts) => `${c.refused}/${c.offered}`
 
-/** Writes plan.md into `dir`; returns its text. */
+/** Writes the report (plan.md unless `run.file`) into `dir`; returns its text. */
 export function writePlanReport(dir: string, rows: readonly PlanRow[], run: ReportRun): string {
   const lines = [
     '# plan against reality',
@@ -88,6 +90,6 @@ export function writePlanReport(dir: string, rows: readonly PlanRow[], run: Repo
   ]
   mkdirSync(dir, { recursive: true })
   const md = lines.join('\n')
-  writeFileSync(join(dir, 'plan.md'), md)
+  writeFileSync(join(dir, run.file ?? 'plan.md'), md)
   return md
 }

@@ -22,6 +22,7 @@
  *   --profile P, --workload W          # only these (repeatable)
  *   --trial-s S, --max-trials N        # each trial's engine-seconds; the search's trials
  *   --speed-only                       # only the 600-s sweep's time, to bench/results/plan-speed.md
+ *   --out NAME                         # the report's file name in bench/results (default plan.md)
  */
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -70,6 +71,8 @@ const WORKLOADS =
   all('--workload').length > 0 ? all('--workload') : quick ? ['chat'] : ['chat', 'chat-plus-batch']
 const TRIAL_S = num('--trial-s') ?? (quick ? 6 : 30)
 const MAX_TRIALS = num('--max-trials') ?? (quick ? 3 : 6)
+const OUT = all('--out').at(-1) ?? 'plan.md'
+if (OUT.includes('/')) throw new Error('--out: a file name (the report goes to bench/results)')
 const TOLERANCE = quick ? 0.1 : 0.05
 const AGREE = 0.15
 /** The least scaled step (one decode step of one sequence), ms: K is chosen to reach it. */
@@ -288,6 +291,7 @@ async function main(): Promise<void> {
     sweepSimulatedS: sweepS,
     loadBefore,
     wallS: (performance.now() - started) / 1000,
+    file: OUT,
   })
   process.stdout.write(md)
 }
