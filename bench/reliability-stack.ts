@@ -30,19 +30,38 @@ export async function startSim(faults?: Record<string, unknown>): Promise<Proc> 
 
 export interface GatewayProc extends Proc {
   readonly adminUrl: string
+  /** The probe listener (server.probe_port), when asked for. */
+  readonly probeUrl?: string
 }
 
-/** The gateway process with `config` (ports are set here), ready when /readyz says so. */
-export async function startGateway(config: Record<string, unknown>): Promise<GatewayProc> {
+/**
+ * The gateway process with `config` (ports are set here), ready when /readyz says so;
+ * `probes`: with a probe listener (server.probe_port) on a free port too.
+ */
+export async function startGateway(
+  config: Record<string, unknown>,
+  opts: { probes?: boolean } = {},
+): Promise<GatewayProc> {
   const [port, adminPort] = [await freePort(), await freePort()]
+  const probePort = opts.probes === true ? await freePort() : undefined
   const dir = mkdtempSync(join(tmpdir(), 'slo-gw-bench-'))
   const file = join(dir, 'gateway.yaml')
-  const server = { ...(config.server as object), port, admin_port: adminPort }
+  const server = {
+    ...(config.server as object),
+    port,
+    admin_port: adminPort,
+    ...(probePort !== undefined ? { probe_port: probePort } : {}),
+  }
   writeFileSync(file, stringify({ log: { level: 'warn' }, ...config, server }))
   const child = start('gateway', process.execPath, ['--import', 'tsx', CLI, 'serve', '--config', file])
   const adminUrl = `http://127.0.0.1:${adminPort}`
   await waitReady(child, async () => (await fetch(`${adminUrl}/readyz`)).ok, 60_000)
-  return { child, url: `http://127.0.0.1:${port}`, adminUrl }
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    adminUrl,
+    ...(probePort !== undefined ? { probeUrl: `http://127.0.0.1:${probePort}` } : {}),
+  }
 }
 
 /** The sum of a metric's series (prom text), optionally only those with every `k="v"`. */

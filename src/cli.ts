@@ -44,6 +44,8 @@ Options:
   --admin-port N       admin port for /metrics, /healthz, /readyz, /admin/state (default 9464;
                        env SLO_GATEWAY_ADMIN_PORT). It listens on 127.0.0.1 unless
                        --set server.admin_host=0.0.0.0 (e.g. for Prometheus in a cluster)
+                       --set server.probe_port=N serves /healthz and /readyz from a thread of
+                       their own as well, answering while a flood keeps the event loop behind
   --upstream URL       a model server; repeat for several. Replaces the configured pools with one
                        pool 'default' serving every model (env SLO_GATEWAY_UPSTREAM, comma-separated)
   --engine NAME        the engine of the --upstream servers, whose /metrics the gateway reads:
@@ -138,9 +140,10 @@ async function serve(argv: string[]): Promise<number> {
       port: running.port,
       adminPort: running.adminPort,
       adminHost: server.admin_host,
+      ...(running.probePort !== undefined ? { probePort: running.probePort } : {}),
       pools: runtime.config.backends.pools.length,
     },
-    `slo-gateway listening on ${server.host}:${running.port} (admin ${server.admin_host}:${running.adminPort})`,
+    `slo-gateway listening on ${server.host}:${running.port} (admin ${server.admin_host}:${running.adminPort}${running.probePort !== undefined ? `, probes ${server.admin_host}:${running.probePort}` : ''})`,
   )
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {

@@ -71,6 +71,8 @@ export interface HttpApps {
   ready(): boolean
   /** Start refusing new requests (503) and fail /readyz; in-flight requests go on. */
   drain(): void
+  /** The event loop's lag now, ms (the overload guard's measure). */
+  eventLoopLagMs(): number
   /** Resolves when no request is in flight. */
   whenIdle(): Promise<void>
 }
@@ -205,6 +207,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     drain: () => {
       pipeline.draining = true
     },
+    eventLoopLagMs: () => guard.lagMs(),
     whenIdle: () => pipeline.whenIdle(),
   }
 }

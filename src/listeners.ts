@@ -1,5 +1,6 @@
 /**
- * Listeners (public + admin) and graceful shutdown.
+ * Listeners (public, admin, and the probe thread's when server.probe_port is set) and graceful
+ * shutdown.
  *
  * On SIGTERM/SIGINT: /readyz turns 503 and new requests get 503 at once; requests in
  * flight may finish within server.shutdown_grace_ms; then the listeners and the backend
@@ -8,6 +9,7 @@
 import { type AddressInfo, createServer } from 'node:net'
 import type { GatewayConfig } from './config/schema.js'
 import type { HttpApps } from './http-apps.js'
+import { type ProbeThread, startProbeThread } from './probe-thread.js'
 
 /** After the drain, how long connections get to close by themselves before they are cut. */
 export const CLOSE_WAIT_MS = 1_000
@@ -17,16 +19,18 @@ export class ListenError extends Error {
   override readonly name = 'ListenError'
 }
 
-type Which = 'public' | 'admin'
+type Which = 'public' | 'admin' | 'probe'
 
 const FLAGS: Record<Which, string> = {
   public: '--port or SLO_GATEWAY_PORT',
   admin: '--admin-port or SLO_GATEWAY_ADMIN_PORT',
+  probe: '--set server.probe_port=N',
 }
+const WHAT: Record<Which, string> = { public: 'port', admin: 'admin port', probe: 'probe port' }
 
 function listenError(err: unknown, which: Which, host: string, port: number): Error {
   const code = (err as NodeJS.ErrnoException | null)?.code
-  const what = which === 'public' ? 'port' : 'admin port'
+  const what = WHAT[which]
   if (code === 'EADDRINUSE') return new ListenError(`${what} ${port} is in use: use ${FLAGS[which]}`)
   if (code === 'EACCES')
     return new ListenError(
@@ -56,6 +60,7 @@ export async function checkPorts(server: GatewayConfig['server']): Promise<void>
     ['public', server.host, server.port],
     ['admin', server.admin_host, server.admin_port],
   ]
+  if (server.probe_port !== undefined) ports.push(['probe', server.admin_host, server.probe_port])
   for (const [which, host, port] of ports) {
     if (port === 0) continue
     try {
@@ -70,6 +75,8 @@ export interface Listening {
   readonly apps: HttpApps
   readonly port: number
   readonly adminPort: number
+  /** The probe listener's port (server.probe_port); undefined when there is none. */
+  readonly probePort: number | undefined
   /** Drain, wait for in-flight requests up to the grace period, close. True when all finished. */
   shutdown(): Promise<boolean>
 }
@@ -91,6 +98,23 @@ export async function listen(apps: HttpApps, opts: ListenOptions = {}): Promise<
   } catch (err) {
     await apps.app.close()
     throw listenError(err, 'admin', server.admin_host, server.admin_port)
+  }
+  let probes: ProbeThread | undefined
+  if (server.probe_port !== undefined) {
+    try {
+      probes = await startProbeThread(
+        { host: server.admin_host, port: server.probe_port, stallMs: server.probe_stall_ms },
+        {
+          ready: () => apps.ready(),
+          draining: () => apps.pipeline.draining,
+          lagMs: () => apps.eventLoopLagMs(),
+        },
+      )
+    } catch (err) {
+      await apps.app.close()
+      await apps.admin.close()
+      throw listenError(err, 'probe', server.admin_host, server.probe_port)
+    }
   }
   let closing: Promise<boolean> | undefined
   const shutdown = (): Promise<boolean> => {
@@ -121,6 +145,7 @@ export async function listen(apps: HttpApps, opts: ListenOptions = {}): Promise<
       await apps.app.close()
       clearTimeout(reap)
       await apps.admin.close()
+      await probes?.close()
       await opts.onClose?.()
       return finished
     })()
@@ -130,6 +155,7 @@ export async function listen(apps: HttpApps, opts: ListenOptions = {}): Promise<
     apps,
     port: (apps.app.server.address() as AddressInfo).port,
     adminPort: (apps.admin.server.address() as AddressInfo).port,
+    probePort: probes?.port,
     shutdown,
   }
 }

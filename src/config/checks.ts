@@ -35,6 +35,7 @@ export function structuralFindings(
     | {
         readonly port: number
         readonly admin_port: number
+        readonly probe_port?: number | undefined
         readonly admin_token?: string | undefined
         readonly admin_token_sha256?: string | undefined
       }
@@ -66,6 +67,13 @@ export function structuralFindings(
   })
   if (server !== undefined && server.port !== 0 && server.port === server.admin_port)
     out.push({ path: ['server', 'admin_port'], message: `must differ from server.port (${server.port})` })
+  if (server?.probe_port !== undefined && server.probe_port !== 0)
+    for (const [key, other] of [
+      ['port', server.port],
+      ['admin_port', server.admin_port],
+    ] as const)
+      if (server.probe_port === other)
+        out.push({ path: ['server', 'probe_port'], message: `must differ from server.${key} (${other})` })
   if (server?.admin_token !== undefined && server.admin_token_sha256 !== undefined)
     out.push({
       path: ['server', 'admin_token_sha256'],

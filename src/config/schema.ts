@@ -31,6 +31,7 @@ export const DEFAULTS = {
   clientRequestTimeoutMs: 60_000,
   maxConnections: 16_384,
   shedEventLoopDelayMs: 2_000,
+  probeStallMs: 10_000,
   connectTimeoutMs: 5_000,
   headersTimeoutMs: 300_000,
   bodyTimeoutMs: 300_000,
@@ -53,6 +54,14 @@ const serverSchema = z.strictObject({
    */
   admin_host: z.string().min(1).default(DEFAULTS.adminHost),
   admin_port: port.default(DEFAULTS.adminPort),
+  /**
+   * Probe listener (on admin_host): /healthz and /readyz from a thread of their own, so they
+   * answer while a flood keeps the event loop behind (src/probe-thread.ts). Unset: none (the
+   * admin listener's probes still answer).
+   */
+  probe_port: port.optional(),
+  /** The probe listener fails both probes (503 `stalled`) when the event loop has not turned for this long. */
+  probe_stall_ms: positiveInt.default(DEFAULTS.probeStallMs),
   /**
    * When set, every admin route but /healthz, /readyz and the dashboard's page and its
    * static files needs `Authorization: Bearer <admin_token>` (better from the environment:

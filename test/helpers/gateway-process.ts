@@ -15,6 +15,8 @@ export interface GatewayProcess {
   readonly proc: CliProcess
   readonly url: string
   readonly adminUrl: string
+  /** The probe listener, when the config sets server.probe_port (0: a free port). */
+  readonly probeUrl: string | undefined
   readonly configFile: string
   /** Rewrites the config file (as an editor would: the whole file at once). */
   writeConfig(config: object | string): void
@@ -83,6 +85,7 @@ export async function startGatewayProcess(config: Record<string, unknown>): Prom
     proc,
     url: `http://127.0.0.1:${line.port}`,
     adminUrl: `http://127.0.0.1:${line.adminPort}`,
+    probeUrl: line.probePort === undefined ? undefined : `http://127.0.0.1:${line.probePort}`,
     configFile,
     writeConfig: (c) => writeFileSync(configFile, full(c)),
     stop: () => stopWith('SIGTERM'),

@@ -6,15 +6,13 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import Fastify from 'fastify'
 import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget'
 import type { IContainer } from 'kubernetes-models/v1/Container'
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec'
 import type { ISecurityContext } from 'kubernetes-models/v1/SecurityContext'
-import { Registry } from 'prom-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { registerAdminRoutes } from '../../../src/admin.js'
 import { CLOSE_WAIT_MS } from '../../../src/listeners.js'
+import { HEARTBEAT_MS, type ProbeThread, startProbeThread } from '../../../src/probe-thread.js'
 import { podGatewayConfig } from './pod-config.js'
 import {
   containerPort,
@@ -35,23 +33,22 @@ import {
 const ALL = OVERLAYS.map((o) => `overlays/${o}`)
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
 
-/** The admin listener's real routes, with sources that are ready (or draining). */
-const admin = Fastify()
+/** The probe listener, real (its own thread, a real socket), with sources that are ready (or draining). */
+let probes: ProbeThread
 let draining = false
 beforeAll(async () => {
-  registerAdminRoutes(admin, {
-    registry: new Registry(),
-    ready: () => true,
-    draining: () => draining,
-    state: () => ({}),
-  })
-  await admin.ready()
+  probes = await startProbeThread(
+    { host: '127.0.0.1', port: 0, stallMs: 10_000 },
+    { ready: () => true, draining: () => draining, lagMs: () => 0 },
+  )
 })
-afterAll(() => admin.close())
+afterAll(() => probes.close())
 
-async function adminStatus(path: string, drain = false): Promise<number> {
+async function probeStatus(path: string, drain = false): Promise<number> {
   draining = drain
-  return (await admin.inject({ method: 'GET', url: path })).statusCode
+  // the probe thread reads the flags at the main thread's next heartbeat
+  await new Promise((r) => setTimeout(r, 2 * HEARTBEAT_MS))
+  return (await fetch(`http://127.0.0.1:${probes.port}${path}`)).status
 }
 
 /** The container's security context over the pod's, as the kubelet applies them. */
@@ -99,7 +96,7 @@ describe.each(ALL)('%s: the gateway pods', (overlay) => {
   )
 
   it(
-    "probe /readyz and /healthz on the admin listener's port, which listens beyond loopback",
+    "probe /readyz and /healthz on the probe listener's port (its own thread), which listens beyond loopback",
     each(async (d, c) => {
       const { config } = podGatewayConfig(objects(), d)
       expect(LOOPBACK.has(config.server.admin_host), 'server.admin_host: the kubelet probes the pod IP').toBe(
@@ -111,12 +108,13 @@ describe.each(ALL)('%s: the gateway pods', (overlay) => {
       for (const [what, probe] of Object.entries(probes)) {
         const get = probe?.httpGet
         expect(get, `${what} probe: httpGet`).toBeDefined()
-        expect(containerPort(c, get!.port), `${what} probe port ${get!.port}`).toBe(config.server.admin_port)
-        expect(await adminStatus(get!.path!), `${what} ${get!.path} on the admin listener`).toBe(200)
+        expect(config.server.probe_port, 'server.probe_port: the probes answer under a flood').toBeDefined()
+        expect(containerPort(c, get!.port), `${what} probe port ${get!.port}`).toBe(config.server.probe_port)
+        expect(await probeStatus(get!.path!), `${what} ${get!.path} on the probe listener`).toBe(200)
       }
       // readiness turns false as the drain begins
-      expect(await adminStatus('/readyz', true)).toBe(503)
-      expect(await adminStatus('/healthz', true)).toBe(200)
+      expect(await probeStatus('/readyz', true)).toBe(503)
+      expect(await probeStatus('/healthz', true)).toBe(200)
       expect(containerPort(c, 'http')).toBe(config.server.port)
     }),
   )

@@ -23,9 +23,10 @@ describe('SIGTERM under a steady load of streams', { timeout: 120_000 }, () => {
     const gw = await startGatewayProcess({
       simulator: SIM,
       auth: { anonymous: 'anon' },
-      server: { shutdown_grace_ms: grace },
+      server: { shutdown_grace_ms: grace, probe_port: 0 },
       classes: { interactive: { slo: { ttft_ms: 5_000, tpot_ms: 500 }, max_queue_wait_ms: 10_000 } },
     })
+    const readyz = async () => (await fetch(`${gw.probeUrl}/readyz`)).json() as Promise<{ status: string }>
     const endings: Promise<string>[] = []
     let sending = true
     // a steady load: a new stream of ~1-2 s every 40 ms, about 30-50 in flight
@@ -36,9 +37,14 @@ describe('SIGTERM under a steady load of streams', { timeout: 120_000 }, () => {
       }
     })()
     await sleep(3_000)
+    expect((await readyz()).status).toBe('ready')
     const t0 = performance.now()
     gw.proc.child.kill('SIGTERM')
-    await sleep(1_500) // arrivals go on during the drain
+    // arrivals go on during the drain (1.5 s); the probe listener (its own thread) says it
+    // drains while the streams in flight (1-2 s each) still finish
+    await sleep(300)
+    expect((await readyz()).status).toBe('draining')
+    await sleep(1_200)
     sending = false
     await load
     const code = await gw.proc.exited

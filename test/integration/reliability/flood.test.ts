@@ -28,7 +28,7 @@ describe('a flood above what the gateway can parse', { timeout: 120_000 }, () =>
     const gw = await startGatewayProcess({
       backends: { pools: [{ name: 'sim', models: ['*'], endpoints: [sim.url] }] },
       auth: { anonymous: 'anon' },
-      server: { shed_event_loop_delay_ms: SHED_MS },
+      server: { shed_event_loop_delay_ms: SHED_MS, probe_port: 0 },
     })
     const agent = new Agent({ connections: 1_000, pipelining: 1, connect: { timeout: 60_000 } })
     const statuses: Record<string, number> = {}
@@ -36,16 +36,20 @@ describe('a flood above what the gateway can parse', { timeout: 120_000 }, () =>
       statuses[k] = (statuses[k] ?? 0) + 1
     }
     let flooding = true
+    // both listeners' /healthz: the admin one (the flooded event loop) and the probe thread's
     const health: number[] = []
-    const prober = (async () => {
-      while (flooding) {
-        const r = await fetch(`${gw.adminUrl}/healthz`, { signal: AbortSignal.timeout(20_000) }).catch(
-          () => undefined,
-        )
-        health.push(r?.status ?? 0)
-        await sleep(200)
-      }
-    })()
+    const probeHealth: number[] = []
+    const watch = (url: string, out: number[]) =>
+      (async () => {
+        while (flooding) {
+          const r = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(20_000) }).catch(
+            () => undefined,
+          )
+          out.push(r?.status ?? 0)
+          await sleep(200)
+        }
+      })()
+    const probers = [watch(gw.adminUrl, health), watch(gw.probeUrl!, probeHealth)]
     const body = JSON.stringify({
       model: 'meta-llama/Llama-3.1-8B-Instruct',
       max_tokens: 8,
@@ -69,9 +73,11 @@ describe('a flood above what the gateway can parse', { timeout: 120_000 }, () =>
       }),
     )
     flooding = false
-    await prober
+    await Promise.all(probers)
     await agent.close()
-    console.log(`flood: ${JSON.stringify(statuses)}; /healthz ${health.length} probes`)
+    console.log(
+      `flood: ${JSON.stringify(statuses)}; /healthz ${health.length} probes (admin), ${probeHealth.length} (probe listener)`,
+    )
     for (const k of Object.keys(statuses))
       expect(k).toMatch(
         /^(200|503 (overloaded|queue_full|ttft_slo|queue_timeout|ttft_unreachable|no_backend))$/,
@@ -79,6 +85,8 @@ describe('a flood above what the gateway can parse', { timeout: 120_000 }, () =>
     expect(statuses['503 overloaded'] ?? 0).toBeGreaterThan(0)
     expect(health.length).toBeGreaterThan(0)
     expect(health.every((s) => s === 200)).toBe(true)
+    expect(probeHealth.length).toBeGreaterThan(0)
+    expect(probeHealth.every((s) => s === 200)).toBe(true)
     const m = await (await fetch(`${gw.adminUrl}/metrics`)).text()
     const rss = metricSum(m, 'process_resident_memory_bytes')
     console.log(`flood: gateway RSS after ${Math.round(rss / 2 ** 20)} MB`)

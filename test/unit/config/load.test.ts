@@ -100,7 +100,7 @@ describe('loadConfig', () => {
       /--set server.port: expected path=value/,
     )
     expect(problems(() => loadConfig(undefined, { sets: ['server.nope=1'] }))[0]).toBe(
-      "--set server.nope=1: server: unknown key 'nope' (server takes: host, port, admin_host, admin_port, admin_token, body_limit_bytes, shutdown_grace_ms, headers_timeout_ms, request_timeout_ms, max_connections, shed_event_loop_delay_ms, admin_token_sha256)",
+      "--set server.nope=1: server: unknown key 'nope' (server takes: host, port, admin_host, admin_port, probe_port, probe_stall_ms, admin_token, body_limit_bytes, shutdown_grace_ms, headers_timeout_ms, request_timeout_ms, max_connections, shed_event_loop_delay_ms, admin_token_sha256)",
     )
     expect(problems(() => loadConfig('/nonexistent.yaml'))[0]).toMatch(
       /nonexistent.yaml: cannot read the file \(ENOENT\)/,
