@@ -299,6 +299,9 @@ export class PoolAdmission {
     const expired = this.queues.expired(now)
     if (expired.length > 0) this.afterDequeue()
     for (const w of expired) {
+      // it waited its longest: the queue model learns that its wait was at least that
+      if (this.ttft.learnsFrom(w.className))
+        this.estimator.observeQueueRefused(w.prediction, now - w.queuedAt)
       this.refuseQueued(
         w,
         new GatewayError(

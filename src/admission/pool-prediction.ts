@@ -182,6 +182,8 @@ export class PoolPredictor {
       if (this.queues.sizeOf(name) === 0) continue
       for (const { item: w, predictedMs } of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
         n++
+        // its wait would have been at least this: the queue model learns it (a censored sample)
+        this.estimator.observeQueueRefused(w.prediction, predictedMs - w.prediction.serverMs)
         refuse(
           w,
           new GatewayError(

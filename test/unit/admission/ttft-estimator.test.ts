@@ -92,6 +92,44 @@ describe('TtftEstimator', () => {
     expect(Math.abs(now.serverMs - (5 + 0.025 * 2000 + 1.2 * 20)) / now.serverMs).toBeLessThan(0.05)
   })
 
+  it('learns the waits of requests refused from the queue too, not only the short waits that got through', () => {
+    // the queue's true wait is noisy around its structure; the requests whose wait passes 300 ms
+    // are refused from the queue (early refusal): fitted to the dispatched alone, the model
+    // sees only the lucky ones and under-predicts; told what the refused would have waited, it does not
+    const run = (learnRefused: boolean) => {
+      const clock = new ManualClock()
+      const e = new TtftEstimator(hints, clock)
+      let seed = 7
+      const rnd = () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31
+        return seed / 2 ** 31
+      }
+      for (let i = 0; i < 2_000; i++) {
+        const ahead = rnd() * 12_000
+        const p = e.predict(view(0), ahead, 500)
+        const wait = 20 + (ahead + 500) / e.dispatchRate() + (rnd() - 0.5) * 300
+        if (wait <= 300) e.observeQueue(p, wait)
+        else if (learnRefused) e.observeQueueRefused(p, wait)
+      }
+      const ahead = 11_000
+      return { predicted: e.predict(view(0), ahead, 500).queueMs, truth: 20 + 11_500 / e.dispatchRate() }
+    }
+    const survivors = run(false)
+    const both = run(true)
+    // the survivors' fit is far below the truth (its own failure); with the refused, close to it
+    expect(survivors.predicted).toBeLessThan(0.8 * survivors.truth)
+    expect(Math.abs(both.predicted - both.truth) / both.truth).toBeLessThan(0.1)
+  })
+
+  it('learns nothing of the queue from a refused request that never queued', () => {
+    const e = new TtftEstimator(hints, new ManualClock())
+    const before = e.predict(view(0), 10_000, 500).queueMs
+    e.observeQueueRefused(e.predict(view(0), undefined, 500), 10_000) // it went at once: no queue features
+    expect(e.predict(view(0), 10_000, 500).queueMs).toBe(before)
+    e.observeQueueRefused(e.predict(view(0), 10_000, 500), 10 * before)
+    expect(e.predict(view(0), 10_000, 500).queueMs).toBeGreaterThan(before)
+  })
+
   it('prices the wait for the prefill budget to have room into a queued request, from the start', () => {
     // A request queued behind a prompt expected to have its first token in 2.4 s (nothing ahead
     // in the gateway) waits for that, then runs its own (met at dispatch: nothing pending yet,
