@@ -42,7 +42,9 @@ const USAGE = `Usage: npm run bench:prefix -- [options]
   --quick          a smoke run: least-wait and prefix-affinity at one level, short (about a minute)
   --only LIST      runs to do, of single, least-wait, prefix-affinity, chat (default all)
   --workload NAME  the shared-prefix workload, of config/workloads (default multi-turn;
-                   multi-turn-long: agent-like conversations whose prompts reach 4k-8k tokens)
+                   multi-turn-long: agent-like conversations whose prompts reach 4k-8k tokens;
+                   multi-turn-think: the same with users thinking 4-12 s between turns, so
+                   many conversations are open at once)
   --rate R|auto    1x, in requests/s of model time. auto (the default; --quick: 24) measures it
                    first: least-wait's max goodput on the workload (attainment >= 90%), searched
                    from --rate-guess by a factor of 1.5, then bisected to 10%
@@ -161,6 +163,8 @@ async function runOne(
         pathPrefix: '/v1',
         tenantKeys: [],
         runTag: `${spec.workload}-${spec.scorer}-${spec.level}-${spec.replicas}`,
+        // users think in model time: stretched with the objectives
+        timeScale: o.scale,
       }),
       classNames: w.classes.map((c) => c.name),
       tenantNames: [],

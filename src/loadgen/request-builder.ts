@@ -3,7 +3,8 @@
  * streamed with usage), the class as `x-priority` or `service_tier`, the tenant's key, and
  * for a conversation the history before its new turn. Conversations grow: the next arrival
  * of the class continues the oldest one whose last turn has been answered (with the text
- * the server streamed), or starts a new one when none is waiting.
+ * the server streamed) and whose user has done thinking (the class's `think_ms` after the
+ * answer), or starts a new one when none is waiting.
  */
 import { chatPromptTokens, completionPromptTokens } from '../sim/prompt-tokens.js'
 import { Corpus, messageChars, promptChars, promptText } from './prompt-text.js'
@@ -23,6 +24,8 @@ export interface Conversation {
   readonly history: Message[]
   turn: number
   turnsLeft: number
+  /** When its next turn may go (its user done thinking), on the builder's clock, ms. */
+  readyAt: number
 }
 
 export interface BuiltRequest {
@@ -32,6 +35,8 @@ export interface BuiltRequest {
   readonly conversation?: Conversation
   /** The new user message of a conversation's turn (kept in its history when answered). */
   readonly turnText?: string
+  /** Its user's think time after the answer, ms (wall: × the time scale). */
+  readonly thinkMs?: number
 }
 
 export interface BuilderOptions {
@@ -45,6 +50,10 @@ export interface BuilderOptions {
   readonly defaultKey?: string
   /** Differs between runs, so a second run with the same seed does not hit the first one's cache. */
   readonly runTag: string
+  /** Wall ms per model ms: think times are stretched by it, as the bench stretches its objectives (default 1). */
+  readonly timeScale?: number
+  /** The clock think times run on, ms (default performance.now). */
+  readonly now?: () => number
 }
 
 export class RequestBuilder {
@@ -54,8 +63,10 @@ export class RequestBuilder {
   private readonly ready: Conversation[][]
   private conversations = 0
   private readonly path: string
+  private readonly now: () => number
 
   constructor(private readonly o: BuilderOptions) {
+    this.now = o.now ?? (() => performance.now())
     const w = o.workload
     this.corpus = new Corpus(w.seed)
     this.path = `${o.pathPrefix}/${w.api === 'chat' ? 'chat/completions' : 'completions'}`
@@ -83,10 +94,13 @@ export class RequestBuilder {
   }
 
   private conversation(p: PlannedRequest): Conversation {
-    const waiting = this.ready[p.classIndex]!.shift()
-    if (waiting !== undefined) return waiting
+    const ready = this.ready[p.classIndex]!
+    // the oldest answered whose user is done thinking (answered in order, so mostly the first)
+    const now = ready.length === 0 ? 0 : this.now()
+    const i = ready.findIndex((c) => c.readyAt <= now)
+    if (i >= 0) return ready.splice(i, 1)[0]!
     const id = this.conversations++
-    return { id, classIndex: p.classIndex, history: [], turn: 0, turnsLeft: Math.max(1, p.turns) }
+    return { id, classIndex: p.classIndex, history: [], turn: 0, turnsLeft: Math.max(1, p.turns), readyAt: 0 }
   }
 
   build(p: PlannedRequest): BuiltRequest {
@@ -122,7 +136,8 @@ export class RequestBuilder {
     const chars = messages.reduce((s, m) => s + m.content.length, 0)
     const promptTokens = chatPromptTokens(chars, messages.length)
     const built = { request: request({ ...common, messages }, conv !== undefined), promptTokens }
-    return conv === undefined ? built : { ...built, conversation: conv, turnText: text }
+    if (conv === undefined) return built
+    return { ...built, conversation: conv, turnText: text, thinkMs: p.thinkMs * (this.o.timeScale ?? 1) }
   }
 
   /** A turn answered: its conversation goes on (at the next arrival) or ends; a failed turn ends it. */
@@ -133,6 +148,7 @@ export class RequestBuilder {
     conv.history.push({ role: 'user', content: built.turnText }, { role: 'assistant', content: t.text ?? '' })
     conv.turn++
     conv.turnsLeft--
+    conv.readyAt = (built.thinkMs ?? 0) > 0 ? this.now() + built.thinkMs! : 0
     if (conv.turnsLeft > 0) this.ready[conv.classIndex]!.push(conv)
   }
 }

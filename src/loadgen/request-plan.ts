@@ -25,12 +25,15 @@ export interface PlannedRequest {
   readonly textOffset: number
   /** The turns of a conversation, should this request start one. */
   readonly turns: number
+  /** A conversation's turn: how long its user thinks after this turn's answer, ms (0: none). */
+  readonly thinkMs: number
 }
 
 interface ClassDraws {
   readonly prompt: () => number
   readonly output: () => number
   readonly turns: () => number
+  readonly think: () => number
   /** Tenant indexes that send the class, and their shares. */
   readonly tenants: readonly number[]
   readonly tenantShares: readonly number[]
@@ -74,6 +77,10 @@ export class RequestPlan {
         output: lengthDraw(c.output_tokens, rng(base + 1), table),
         turns:
           c.conversation === undefined ? () => 1 : lengthDraw(c.conversation.turns, rng(base + 2), table),
+        think:
+          c.conversation?.think_ms === undefined
+            ? () => 0
+            : lengthDraw(c.conversation.think_ms, rng(base + 3), table),
         tenants,
         tenantShares: tenants.map((k) => workload.tenants[k]!.share),
       }
@@ -99,6 +106,7 @@ export class RequestPlan {
       sharedPrefix: share > 0 && this.prefixRng.next() < share,
       textOffset: this.textRng.next(),
       turns: d.turns(),
+      thinkMs: d.think(),
     }
   }
 }

@@ -149,6 +149,8 @@ function fileSpecs(w: Workload): { spec: FileSpec; at: Path }[] {
     visit(c.prompt_tokens, ['classes', i, 'prompt_tokens'])
     visit(c.output_tokens, ['classes', i, 'output_tokens'])
     if (c.conversation !== undefined) visit(c.conversation.turns, ['classes', i, 'conversation', 'turns'])
+    if (c.conversation?.think_ms !== undefined)
+      visit(c.conversation.think_ms, ['classes', i, 'conversation', 'think_ms'])
   })
   return out
 }

@@ -75,8 +75,12 @@ const classSchema = z.strictObject({
   system_prompt_tokens: count.optional(),
   /** The first `tokens` of the prompt are the same text for this share of the requests. */
   shared_prefix: z.strictObject({ tokens: count, share: share.default(1) }).optional(),
-  /** Growing conversations: each request is the next turn of one, with the history before it. */
-  conversation: z.strictObject({ turns: lengthSchema }).optional(),
+  /**
+   * Growing conversations: each request is the next turn of one, with the history before it.
+   * `think_ms`: after each answer, the user reads and types for this long before the next
+   * turn may go (none: at the next arrival).
+   */
+  conversation: z.strictObject({ turns: lengthSchema, think_ms: lengthSchema.optional() }).optional(),
   /** The objectives a request of the class is judged by (good = succeeded and met each). */
   slo: sloSchema.default({}),
 })

@@ -159,4 +159,37 @@ describe('the request builder', () => {
     const next = build.build(plan.next())
     expect(next.conversation!.id).not.toBe(t1.conversation!.id)
   })
+
+  it('a conversation goes on only after its user has thought: think_ms after the answer, stretched by the time scale', () => {
+    const w = workload({
+      classes: [
+        {
+          name: 'chat',
+          conversation: { turns: 4, think_ms: 1_000 },
+          prompt_tokens: 40,
+          output_tokens: 10,
+        },
+      ],
+    })
+    let now = 0
+    const build = new RequestBuilder({
+      workload: w,
+      model: 'm',
+      pathPrefix: '/v1',
+      tenantKeys: [],
+      runTag: 't',
+      timeScale: 2,
+      now: () => now,
+    })
+    const plan = new RequestPlan(w, noTables, 1)
+    const answer = { status: 200, headers: {}, latencyMs: 1, itlMs: [], chunks: 1, text: 'a' } as StreamTiming
+    const t1 = build.build(plan.next())
+    expect(t1.thinkMs).toBe(2_000)
+    build.settle(t1, answer)
+    now = 1_999 // still thinking: the next arrival starts another conversation
+    const other = build.build(plan.next())
+    expect(other.conversation!.id).not.toBe(t1.conversation!.id)
+    now = 2_000
+    expect(build.build(plan.next()).conversation!.id).toBe(t1.conversation!.id)
+  })
 })
