@@ -2,7 +2,7 @@
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { createLogger } from '../../../src/logger.js'
-import { Accounting } from '../../../src/proxy/account.js'
+import { Accounting, SHED_LOG_MS } from '../../../src/proxy/account.js'
 import type { Ticket } from '../../../src/ticket.js'
 import { setup, ticket } from './fixtures.js'
 
@@ -16,7 +16,7 @@ function accounting(recorder: { record(t: Ticket): unknown }) {
   })
   const acc = new Accounting(recorder, createLogger('info', sink))
   const requestLines = () => lines.filter((l) => l.msg === 'request')
-  return { acc, requestLines }
+  return { acc, requestLines, lines }
 }
 
 describe('the request log line', () => {
@@ -74,5 +74,23 @@ describe('the request log line', () => {
       expect(requestLines()[0]!.outcome).toBe('ok')
     }
     expect(tickets).toHaveLength(1)
+  })
+
+  it('logs requests shed as overloaded as one warn line per window, counted each, not a line each', async () => {
+    let recorded = 0
+    const { acc, requestLines, lines } = accounting({ record: () => recorded++ })
+    for (let i = 0; i < 500; i++) acc.ended(ticket(0, { outcome: 'rejected', errorCode: 'GW_ERR_OVERLOADED' }))
+    acc.ended(ticket(0, { outcome: 'rejected', errorCode: 'GW_ERR_QUEUE_FULL' }))
+    await new Promise((r) => setImmediate(r))
+    expect(recorded).toBe(501) // telemetry counts every one
+    expect(requestLines().map((l) => l.error)).toEqual(['GW_ERR_QUEUE_FULL'])
+    await new Promise((r) => setTimeout(r, SHED_LOG_MS + 100))
+    const shed = lines.filter((l) => l.error === 'GW_ERR_OVERLOADED')
+    expect(shed).toHaveLength(1)
+    expect(shed[0]).toMatchObject({ level: 40, shed: 500 })
+    // the next window starts afresh
+    acc.ended(ticket(0, { outcome: 'rejected', errorCode: 'GW_ERR_OVERLOADED' }))
+    await new Promise((r) => setTimeout(r, SHED_LOG_MS + 100))
+    expect(lines.filter((l) => l.error === 'GW_ERR_OVERLOADED').map((l) => l.shed)).toEqual([500, 1])
   })
 })
