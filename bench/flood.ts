@@ -153,6 +153,11 @@ async function main(): Promise<number> {
     )
     const peak = Math.max(...rss)
     const slowest = (ps: { ms: number }[]) => round(Math.max(...ps.map((p) => p.ms)), 0)
+    const byStatus = (ps: { status: number }[]) => {
+      const out: Record<string, number> = {}
+      for (const p of ps) out[p.status] = (out[p.status] ?? 0) + 1
+      return out
+    }
     const target = Number(values['probe-target-ms'])
     const checks: [string, boolean][] = [
       [
@@ -179,11 +184,11 @@ async function main(): Promise<number> {
       `- answered ${sum((r) => r.answered)} (${Math.round(sum((r) => r.answered) / seconds)}/s): ${JSON.stringify(counts)}; /metrics counted ${shed} shed as overloaded`,
       `- latency at the clients (write to answer, ms): ${JSON.stringify(reports.map((r) => r.latency))}`,
       `- connections never answered: ${sum((r) => r.silent)} of ${CLIENTS * Number(values.connections)}; cut by the gateway: ${sum((r) => r.closedByServer)}`,
-      `- /healthz on the probe listener (its own thread): ${probes.length} probes, ${probes.filter((p) => p.status === 200).length} answered 200; p50 ${q(
+      `- /healthz on the probe listener (its own thread): ${probes.length} probes, answered ${JSON.stringify(byStatus(probes))} (0: no answer; 503: the event loop stalled past probe_stall_ms); p50 ${q(
         probes.map((p) => p.ms),
         0.5,
       )} ms, slowest ${slowest(probes)} ms`,
-      `- /healthz on the admin listener (the event loop the flood keeps busy; information): ${adminProbes.length} probes, ${adminProbes.filter((p) => p.status === 200).length} answered 200; p50 ${q(
+      `- /healthz on the admin listener (the event loop the flood keeps busy; information): ${adminProbes.length} probes, answered ${JSON.stringify(byStatus(adminProbes))}; p50 ${q(
         adminProbes.map((p) => p.ms),
         0.5,
       )} ms, slowest ${slowest(adminProbes)} ms`,
