@@ -40,6 +40,13 @@ const RATE = Number(values.rate)
 const SHED_MS = 200
 const log = (s: string) => process.stderr.write(`flood: ${s}\n`)
 
+/** One /healthz probe: its status (0: no answer, and why), its time. */
+interface Probe {
+  status: number
+  ms: number
+  error?: string
+}
+
 interface FloodReport {
   floodMs: number
   offered: number
@@ -97,22 +104,26 @@ async function main(): Promise<number> {
     let flooding = true
     const rss: number[] = []
     // a kubelet's probe: one at a time, a fresh connection each
-    const watch = (url: string, out: { status: number; ms: number }[], sample: boolean) =>
+    const watch = (url: string, out: Probe[], sample: boolean) =>
       (async () => {
         while (flooding) {
           const t = performance.now()
+          let error: string | undefined
           const r = await fetch(`${url}/healthz`, {
             signal: AbortSignal.timeout(30_000),
             headers: { connection: 'close' },
-          }).catch(() => undefined)
+          }).catch((err: Error & { cause?: { code?: string; message?: string } }) => {
+            error = err.cause?.code ?? err.cause?.message ?? err.message
+            return undefined
+          })
           await r?.text()
-          out.push({ status: r?.status ?? 0, ms: performance.now() - t })
+          out.push({ status: r?.status ?? 0, ms: performance.now() - t, ...(error ? { error } : {}) })
           if (sample) rss.push(rssMb(pid))
           await sleep(250)
         }
       })()
-    const probes: { status: number; ms: number }[] = []
-    const adminProbes: { status: number; ms: number }[] = []
+    const probes: Probe[] = []
+    const adminProbes: Probe[] = []
     const watchers = [watch(gw.probeUrl!, probes, true), watch(gw.adminUrl, adminProbes, false)]
     log(`${CLIENTS} clients x ${RATE}/s for ${values.seconds} s`)
     const reports = await Promise.all(Array.from({ length: CLIENTS }, () => floodClient(gw.url)))
@@ -153,9 +164,12 @@ async function main(): Promise<number> {
     )
     const peak = Math.max(...rss)
     const slowest = (ps: { ms: number }[]) => round(Math.max(...ps.map((p) => p.ms)), 0)
-    const byStatus = (ps: { status: number }[]) => {
+    const byStatus = (ps: Probe[]) => {
       const out: Record<string, number> = {}
-      for (const p of ps) out[p.status] = (out[p.status] ?? 0) + 1
+      for (const p of ps) {
+        const k = p.error === undefined ? String(p.status) : `0 ${p.error}`
+        out[k] = (out[k] ?? 0) + 1
+      }
       return out
     }
     const target = Number(values['probe-target-ms'])
