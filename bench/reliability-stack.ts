@@ -55,12 +55,20 @@ export async function startGateway(
   writeFileSync(file, stringify({ log: { level: 'warn' }, ...config, server }))
   const child = start('gateway', process.execPath, ['--import', 'tsx', CLI, 'serve', '--config', file])
   const adminUrl = `http://127.0.0.1:${adminPort}`
-  await waitReady(child, async () => (await fetch(`${adminUrl}/readyz`)).ok, 60_000)
+  // ready when both listeners say so (the probe thread starts after the admin listener)
+  const probeUrl = probePort === undefined ? undefined : `http://127.0.0.1:${probePort}`
+  await waitReady(
+    child,
+    async () =>
+      (await fetch(`${adminUrl}/readyz`)).ok &&
+      (probeUrl === undefined || (await fetch(`${probeUrl}/readyz`)).ok),
+    60_000,
+  )
   return {
     child,
     url: `http://127.0.0.1:${port}`,
     adminUrl,
-    ...(probePort !== undefined ? { probeUrl: `http://127.0.0.1:${probePort}` } : {}),
+    ...(probeUrl !== undefined ? { probeUrl } : {}),
   }
 }
 
