@@ -17,6 +17,8 @@ export interface Hopeless {
   readonly item: Waiting
   /** Its TTFT as predicted now, ms. */
   readonly predictedMs: number
+  /** Prompt tokens queued ahead of it now. */
+  readonly aheadTokens: number
 }
 
 /**
@@ -36,7 +38,7 @@ export function shedHopeless(
     const slo = w.ticket.slo?.ttft_ms ?? classSloMs
     const predictedMs = now - w.ticket.arrivedAt + queueWaitMs(ahead, w.promptTokens) + w.prediction.serverMs
     if (predictedMs <= slo) return false
-    out.push({ item: w, predictedMs })
+    out.push({ item: w, predictedMs, aheadTokens: ahead })
     return true
   })
   return out

@@ -180,10 +180,15 @@ export class PoolPredictor {
     let n = 0
     for (const [name, c] of this.ttft.entries()) {
       if (this.queues.sizeOf(name) === 0) continue
-      for (const { item: w, predictedMs } of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
+      for (const h of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
+        const { item: w, predictedMs } = h
         n++
-        // its wait would have been at least this: the queue model learns it (a censored sample)
-        this.estimator.observeQueueRefused(w.prediction, predictedMs - w.prediction.serverMs)
+        // the wait it would have had: so far, and the prompts still ahead of it (and its own)
+        // at the measured dispatch rate, not at the fit's own slopes (which would feed on themselves)
+        this.estimator.observeQueueRefused(
+          w.prediction,
+          now - w.queuedAt + this.estimator.drainMs(h.aheadTokens + w.promptTokens),
+        )
         refuse(
           w,
           new GatewayError(

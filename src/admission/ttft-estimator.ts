@@ -32,8 +32,9 @@
  * λ, μ and ν start at 0, 1, 1 and 1 and are fitted online by recursive least
  * squares to every queued request's wait (arrival to dispatch) of the classes refused on
  * their prediction (a batch request waits for backfill, which is not predicted), and to the
- * least wait of those refused from the queue (what they waited and what was still ahead:
- * fitted to the dispatched alone, the model would know only the short waits); α (fixed
+ * least wait of those refused from the queue where it passes their prediction (their wait
+ * so far, plus what was still ahead at the measured dispatch rate; fitted to the dispatched
+ * alone, the model would know only the short waits); α (fixed
  * cost: the network, scheduling), β (ms per prompt token) and γ (steps) start from the
  * config hints (0, 1 / prefill tokens/s, 1.5) and are fitted to every streamed request's
  * time from dispatch to first token, of every class (the engine does not know classes, and
@@ -268,13 +269,15 @@ export class TtftEstimator {
 
   /**
    * Learns the queue model from a request that was queued on arrival and refused before its
-   * dispatch (early refusal, or its deadline), whose whole wait is now expected to have been
-   * `impliedMs` (what it waited, plus what the queue model says was still ahead of it).
-   * Without these the model learns only from the requests that got through, the
-   * short waits, and keeps admitting into the queue what it will shed.
+   * dispatch (early refusal, or its deadline), whose wait would have been at least
+   * `impliedMs` (what it waited, plus, for an early refusal, what was still ahead of it at
+   * the measured dispatch rate), where that passes its prediction: a censored sample. Without
+   * these the model learns only from the requests that got through, the short waits, and
+   * keeps admitting into the queue what it will shed.
    */
   observeQueueRefused(predicted: Prediction, impliedMs: number): void {
-    if (predicted.queueFeatures !== undefined) this.queueRls.update(predicted.queueFeatures, impliedMs)
+    if (predicted.queueFeatures !== undefined && impliedMs > predicted.queueMs)
+      this.queueRls.update(predicted.queueFeatures, impliedMs)
   }
 
   /** Learns the server part from a streamed request: `features` at dispatch, `serverMs` dispatch to first token. */
