@@ -159,7 +159,8 @@ async function main(): Promise<number> {
           }),
         })
         await res.text()
-        return res.status
+        const reason = res.headers.get('x-gateway-reject-reason')
+        return reason === null ? String(res.status) : `${res.status} ${reason}`
       }),
     )
     const peak = Math.max(...rss)
@@ -182,7 +183,7 @@ async function main(): Promise<number> {
       ['no connection cut by the gateway', sum((r) => r.closedByServer) === 0],
       [
         'recovered: lag under the threshold, nothing in flight, 16 of 16 served',
-        lag <= SHED_MS && inflight === 0 && after.every((s) => s === 200),
+        lag <= SHED_MS && inflight === 0 && after.every((s) => s === '200'),
       ],
     ]
     const q = (xs: number[], p: number) =>
