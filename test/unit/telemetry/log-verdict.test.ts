@@ -79,7 +79,8 @@ describe('the request log line', () => {
   it('logs requests shed as overloaded as one warn line per window, counted each, not a line each', async () => {
     let recorded = 0
     const { acc, requestLines, lines } = accounting({ record: () => recorded++ })
-    for (let i = 0; i < 500; i++) acc.ended(ticket(0, { outcome: 'rejected', errorCode: 'GW_ERR_OVERLOADED' }))
+    for (let i = 0; i < 500; i++)
+      acc.ended(ticket(0, { outcome: 'rejected', errorCode: 'GW_ERR_OVERLOADED' }))
     acc.ended(ticket(0, { outcome: 'rejected', errorCode: 'GW_ERR_QUEUE_FULL' }))
     await new Promise((r) => setImmediate(r))
     expect(recorded).toBe(501) // telemetry counts every one
