@@ -14,6 +14,7 @@
  * same from src under tsx, from vitest and from dist, with no file to resolve.
  */
 import { Worker } from 'node:worker_threads'
+import { ERRORS } from './errors.js'
 
 /** How often the main thread writes its heartbeat and readiness. */
 export const HEARTBEAT_MS = 100
@@ -45,7 +46,7 @@ const WORKER = String.raw`
 'use strict'
 const { workerData, parentPort } = require('node:worker_threads')
 const http = require('node:http')
-const { host, port, stallMs, shared } = workerData
+const { host, port, stallMs, shared, notFound: nf } = workerData
 const cells = new Float64Array(shared)
 function send(res, status, body) {
   const text = JSON.stringify(body)
@@ -56,16 +57,11 @@ function send(res, status, body) {
   })
   res.end(res.req.method === 'HEAD' ? undefined : text)
 }
+// the gateway's own GW_ERR_ROUTE_NOT_FOUND (errors.ts), filled in here
 function notFound(res, method, path) {
-  res.setHeader('x-should-retry', 'false')
-  send(res, 404, {
-    error: {
-      message: 'No route for ' + method + ' ' + path + '.',
-      type: 'not_found_error',
-      code: 'GW_ERR_ROUTE_NOT_FOUND',
-      param: null,
-    },
-  })
+  if (!nf.retryable) res.setHeader('x-should-retry', 'false')
+  const message = nf.message.replace('{method}', method).replace('{url}', path)
+  send(res, nf.status, { error: { message, type: nf.type, code: nf.code, param: null } })
 }
 const server = http.createServer((req, res) => {
   const path = (req.url || '/').split('?')[0]
@@ -112,7 +108,13 @@ export async function startProbeThread(opts: ProbeOptions, src: ProbeSources): P
   heartbeat.unref()
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { host: opts.host, port: opts.port, stallMs: opts.stallMs, shared },
+    workerData: {
+      host: opts.host,
+      port: opts.port,
+      stallMs: opts.stallMs,
+      shared,
+      notFound: { ...ERRORS.GW_ERR_ROUTE_NOT_FOUND, code: 'GW_ERR_ROUTE_NOT_FOUND' },
+    },
     // a thread that only answers probes: a small heap is plenty
     resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 },
   })

@@ -10,6 +10,15 @@ const view = (pendingTokens: number, stepMs?: number) => ({
   stepMs,
 })
 
+/** A seeded uniform [0, 1) stream (a linear congruential generator): the same draws every run. */
+function lcg(seed: number): () => number {
+  let x = seed
+  return () => {
+    x = (x * 1103515245 + 12345) % 2 ** 31
+    return x / 2 ** 31
+  }
+}
+
 describe('TtftEstimator', () => {
   it('predicts no queue wait for a request that goes at once, and the prior server time', () => {
     const e = new TtftEstimator(hints, new ManualClock())
@@ -62,11 +71,7 @@ describe('TtftEstimator', () => {
 
   it('fits the server time from dispatch-to-first-token and the queue wait from arrival-to-dispatch', () => {
     const e = new TtftEstimator(hints, new ManualClock())
-    let seed = 11
-    const rnd = () => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31
-      return seed / 2 ** 31
-    }
+    const rnd = lcg(11)
     for (let i = 0; i < 600; i++) {
       const own = 100 + rnd() * 2000
       const step = 10 + rnd() * 30
@@ -99,11 +104,7 @@ describe('TtftEstimator', () => {
     // far, or the prompts ahead of them at the dispatch rate, the larger), far less so
     const run = (learnRefused: boolean) => {
       const e = new TtftEstimator(hints, new ManualClock())
-      let seed = 7
-      const rnd = () => {
-        seed = (seed * 1103515245 + 12345) % 2 ** 31
-        return seed / 2 ** 31
-      }
+      const rnd = lcg(7)
       for (let i = 0; i < 2_000; i++) {
         const ahead = rnd() * 12_000
         const p = e.predict(view(0), ahead, 500)
