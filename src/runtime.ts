@@ -95,7 +95,16 @@ function logStartup(logger: Logger, backends: BackendsHandle, simulator: boolean
 /** Once at startup: whether requests without a key are served, and as whom. */
 function logAuth(logger: Logger, tenants: TenantDirectory): void {
   const anon = tenants.anonymous
-  if (anon === undefined) return
+  if (anon === undefined) {
+    if (tenants.all().length === 0)
+      logger.warn(
+        { authMode: tenants.auth.mode },
+        tenants.auth.mode === 'trusted_header'
+          ? `no tenants are configured: every request will be refused (401); add tenants, or set auth.anonymous to serve requests without ${tenants.auth.header}`
+          : 'no tenants are configured: every request will be refused (401); add tenants with api_keys, or set auth.anonymous: NAME to serve requests without a key',
+      )
+    return
+  }
   const what =
     tenants.auth.mode === 'trusted_header' ? `without ${tenants.auth.header}` : 'without a known API key'
   logger.warn(

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { request } from 'undici'
@@ -194,10 +195,38 @@ describe('serve --upstream: the engine', () => {
       await sleep(600) // several more scrapes of the same text
       expect(p.stdout.split('\n').filter((l) => l.includes('"looksLike"'))).toHaveLength(1)
       expect(p.stdout.split('\n').filter((l) => l.includes('"anonymousTenant"'))).toHaveLength(1)
+      expect(p.stdout).not.toContain('no tenants are configured')
       expect(p.stdout).not.toContain('secret')
     } finally {
       p.child.kill('SIGTERM')
       await p.exited
+    }
+  })
+
+  it('says at startup that a config with no tenants and no auth.anonymous refuses every request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-no-tenants-'))
+    const file = join(dir, 'gateway.yaml')
+    writeFileSync(
+      file,
+      `server: { host: 127.0.0.1, port: 0, admin_port: 0, admin_host: 127.0.0.1 }\nbackends:\n  pools:\n    - { name: default, models: ['*'], endpoints: ['${up.url}'] }\n`,
+    )
+    const p = runCli(['serve', '--config', file])
+    try {
+      const warn = await p.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('no tenants'))
+      expect(warn.level).toBe(40)
+      expect(warn.msg).toMatch(/every request will be refused \(401\).*auth\.anonymous/)
+      const listening = await p.waitForLog((l) => typeof l.port === 'number')
+      const r = await request(`http://127.0.0.1:${listening.port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      })
+      await r.body.dump()
+      expect(r.statusCode).toBe(401) // what the warning said
+    } finally {
+      p.child.kill('SIGTERM')
+      await p.exited
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 
