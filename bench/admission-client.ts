@@ -26,6 +26,8 @@ export interface Outcome {
   /** The stream ended normally ([DONE] or the end of the body). */
   done: boolean
   predictedTtftMs?: number
+  /** A refusal's predicted TTFT, from its message (`predicted N ms`): the raw outcomes tell why. */
+  refusedPredictedMs?: number
   queueMs?: number
   degraded?: string
   rejectReason?: string
@@ -64,6 +66,7 @@ export function requestBody(a: Arrival, model: string, tag: string): string {
 }
 
 const USAGE = /"completion_tokens":(\d+)/
+const PREDICTED = /predicted (\d+) ms/
 
 export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Promise<Outcome> {
   const body = requestBody(a, ctx.model, ctx.tag)
@@ -94,7 +97,8 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
     const ra = num(header(h, 'retry-after'))
     if (ra !== undefined) o.retryAfterS = ra
     if (res.statusCode !== 200) {
-      await res.body.dump()
+      const m = PREDICTED.exec(await res.body.text())
+      if (m?.[1] !== undefined) o.refusedPredictedMs = Number(m[1])
       o.done = true
       return o
     }
@@ -137,6 +141,7 @@ export function outcomeLine(path: string, segment: string, o: Outcome) {
     error: o.error,
     reason: o.rejectReason,
     predictedTtftMs: o.predictedTtftMs,
+    refusedPredictedMs: o.refusedPredictedMs,
     queueMs: o.queueMs,
     ttftMs: first === undefined ? undefined : Math.round(first - o.sentMs),
     tokens: o.tokenMs.length,
