@@ -44,7 +44,12 @@ export function referenceSection(report: Report, ref: readonly ReferenceLevel[],
 }
 
 /** How the gateway's estimator and queues moved during the gateway run, window by window. */
-export function estimatorSection(report: Report, levels: readonly LevelResult[], scale: number): void {
+export function estimatorSection(
+  report: Report,
+  levels: readonly LevelResult[],
+  scale: number,
+  truth: StepTimeModel,
+): void {
   const rows: (string | number)[][] = []
   for (const l of levels) {
     const r = l.runs.gateway
@@ -82,7 +87,8 @@ export function estimatorSection(report: Report, levels: readonly LevelResult[],
       'the mean queued requests met at dispatch) + γ · step time S (the live inter-token latency the decode ' +
       'guard measures). One estimator per pool; the queue part is fitted (recursive least squares) to every ' +
       "queued interactive request's wait, the server part to its dispatch-to-first-token time. For this profile " +
-      'a pure prefill costs β = 25 µs per token. Interactive is admitted when its prediction is within its SLO × ' +
+      `a pure prefill costs β = ${fmt((truth.perPrefillTokenMs + truth.perContextTokenMs) * 1000, 1)} µs per token. ` +
+      'Interactive is admitted when its prediction is within its SLO × ' +
       '(1 − its TTFT margin): 10% at least, widened while more than 0.5% of the admitted miss the SLO.',
   )
   report.table(

@@ -97,7 +97,7 @@ export function workloadSection(report: Report, s: WorkloadSectionInput): void {
       levels.map((l) => l.level),
     )
   if (run.reference.length > 0) referenceSection(report, run.reference, cap)
-  estimatorSection(report, levels, wl.scale)
+  estimatorSection(report, levels, wl.scale, cap.stepTime)
   if (run.stateAfter !== undefined) engineFactsSection(report, run.stateAfter, wl.scale, cap.stepTime)
   if (run.stateBefore !== undefined) calibrationSection(report, run.stateBefore, run.stateAfter)
 }
