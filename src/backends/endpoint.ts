@@ -88,6 +88,7 @@ export class PoolEndpoint implements Endpoint {
   private closing: Promise<void> | undefined
   private onDrained: (() => void) | undefined
   private engineHinted = false
+  private capacityOf: { readonly from: object; readonly view: EndpointView['capacity'] } | undefined
 
   constructor(
     readonly name: string,
@@ -176,29 +177,35 @@ export class PoolEndpoint implements Endpoint {
 
   effectiveLoad(): EffectiveLoad {
     const now = this.deps.clock.now()
-    const cap = this.deps.pool.capacity
     return correctLoad({
       load: this.state.load,
       ledger: this.ledger.snapshot(),
       fresh: this.isFresh(now),
       ageMs: this.ageMs(now),
-      capacity: {
-        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
-        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
-      },
+      capacity: this.capacity(),
     })
   }
 
-  view(): EndpointView {
+  /** The pool's configured capacity in the views' terms, made once per config (views are made per request). */
+  private capacity(): EndpointView['capacity'] {
     const cap = this.deps.pool.capacity
+    if (this.capacityOf?.from !== cap)
+      this.capacityOf = {
+        from: cap,
+        view: {
+          ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
+          ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
+        },
+      }
+    return this.capacityOf.view
+  }
+
+  view(): EndpointView {
     return {
       name: this.name,
       pool: this.deps.pool.name,
       effective: this.effectiveLoad(),
-      capacity: {
-        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
-        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
-      },
+      capacity: this.capacity(),
       prefixCache: this.prefixCache,
       facts: this.facts,
     }
