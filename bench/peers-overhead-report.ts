@@ -15,6 +15,7 @@ export const PEERS_ORDER: readonly TargetKey[] = [
   'nginx',
   'haproxy',
   'portkey',
+  'node-floor',
   'gateway-all',
   'gateway-before',
 ]

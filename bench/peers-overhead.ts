@@ -26,6 +26,7 @@ import {
   startGatewayAll,
   startHaproxy,
   startNginx,
+  startNodeFloor,
   startPortkey,
   startUpstream,
   type Target,
@@ -186,6 +187,7 @@ async function main(): Promise<void> {
       nginx: startNginx,
       haproxy: startHaproxy,
       portkey: startPortkey,
+      'node-floor': startNodeFloor,
       'gateway-all': startGatewayAll,
     }
     for (const [key, startPeer] of Object.entries(starters)) {

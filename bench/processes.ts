@@ -177,7 +177,7 @@ export function coreBusyMs(core: number): number {
 
 /**
  * Builds what the benches run as shipped: the gateway (dist/, tsc -p tsconfig.build.json)
- * and the trivial upstream as plain JS (bench/dist/). Type errors are reported, not fatal
+ * and the trivial upstream and the Node floor proxy as plain JS (bench/dist/). Type errors are reported, not fatal
  * (tsc emits anyway); a missing output is.
  */
 export function buildForBench(root: string, log: (s: string) => void): void {
@@ -190,7 +190,7 @@ export function buildForBench(root: string, log: (s: string) => void): void {
       log(`tsc reported errors (JS is emitted anyway; going on):\n${out.split('\n').slice(0, 10).join('\n')}`)
     }
   }
-  for (const f of ['dist/cli.js', 'bench/dist/trivial-upstream.js'])
+  for (const f of ['dist/cli.js', 'bench/dist/trivial-upstream.js', 'bench/dist/node-floor-proxy.js'])
     if (!existsSync(join(root, f))) throw new Error(`${f} missing after the build`)
 }
 

@@ -11,6 +11,8 @@ import { type Child, freePort, start, waitReady, which } from './processes.js'
 
 /** The trivial upstream built to plain JS (bench/tsconfig.build.json), relative to the root. */
 export const UPSTREAM_JS = 'bench/dist/trivial-upstream.js'
+/** The Node floor proxy, built likewise. */
+const NODE_FLOOR_JS = 'bench/dist/node-floor-proxy.js'
 
 export type TargetKey =
   | 'direct'
@@ -21,6 +23,7 @@ export type TargetKey =
   | 'nginx'
   | 'haproxy'
   | 'portkey'
+  | 'node-floor'
 
 export interface Target {
   readonly key: TargetKey
@@ -172,6 +175,22 @@ export async function startNginx(root: string, up: Upstream, core: number | unde
     core,
   )
   return proxy('nginx', 'nginx (1 worker)', child, port, () => rmSync(dir, { recursive: true, force: true }))
+}
+
+/**
+ * bench/node-floor-proxy.ts: node:http and undici with nothing on top (a body read, one
+ * JSON.parse, Pool.dispatch, the answer relayed), the floor of any Node.js proxy here.
+ */
+export async function startNodeFloor(root: string, up: Upstream, core: number | undefined) {
+  const port = await freePort()
+  const args = [join(root, NODE_FLOOR_JS), '--port', String(port), '--upstream', up.origin]
+  const child = start('node-floor', process.execPath, args, core)
+  return proxy(
+    'node-floor',
+    'Node floor (node:http + undici, nothing else: bench/node-floor-proxy.ts)',
+    child,
+    port,
+  )
 }
 
 /** HAProxy from bench/peers/haproxy.cfg; undefined when the binary is missing. */

@@ -73,4 +73,26 @@ describe('bench:peers:overhead acceptance', () => {
     expect(row('3a')).toMatch(/\| 3\.00 x \| MISSED \|$/) // 300 / 100 µs
     expect(row('4')).toMatch(/\| \+0\.50 ms \| hit \|$/)
   })
+
+  it('judges the Node floor by the same goals, in a column of its own beside the gateway', () => {
+    const res: PeersResults = new Map([
+      [
+        1024,
+        new Map([
+          ['direct', { label: 'd', rounds: [stats({ ttfcP50: 0.5 })] }],
+          ['nginx', { label: 'n', rounds: [stats({ satRps: 4000, cpuAt: [50, 30] })] }],
+          ['node-floor', { label: 'f', rounds: [stats({ satRps: 3000, cpuAt: [100, 90], ttfcP50: 1.0 })] }],
+          ['gateway-all', { label: 'g', rounds: [stats({ satRps: 1000, cpuAt: [400, 150] })] }],
+        ]),
+      ],
+    ])
+    const r = new Report(false)
+    writeAcceptance(r, res, [200, 1000])
+    const text = r.toString()
+    expect(text).toContain('| target | goal | slo-gateway | verdict | Node floor | verdict |')
+    const row1a = text.split('\n').find((l) => l.startsWith('| 1a. ')) ?? ''
+    expect(row1a).toMatch(/\| 5\.00 x \| MISSED \| 3\.00 x \| hit \|$/) // 150 / 30 and 90 / 30
+    const row2a = text.split('\n').find((l) => l.startsWith('| 2a. ')) ?? ''
+    expect(row2a).toMatch(/\| \+0\.50 ms \| MISSED \|$/) // the floor's 1.0 - 0.5: no Node proxy meets it here
+  })
 })
