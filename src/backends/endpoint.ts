@@ -14,7 +14,7 @@ import { Breaker } from './breaker.js'
 import { EndpointPrefixCache } from './endpoint-prefix-cache.js'
 import { EngineFacts, type EstimatorPriorFacts } from './engine-facts.js'
 import { Ledger, type LedgerEntryHandle } from './ledger.js'
-import { correctLoad } from './load-correction.js'
+import { capacityOf, correctLoad } from './load-correction.js'
 import { FROZEN_GRACE_MIN_MS, LoadState } from './load-state.js'
 import { type ScrapeOutcome, Scraper } from './scraper.js'
 import type {
@@ -88,7 +88,8 @@ export class PoolEndpoint implements Endpoint {
   private closing: Promise<void> | undefined
   private onDrained: (() => void) | undefined
   private engineHinted = false
-  private capacityOf: { readonly from: object; readonly view: EndpointView['capacity'] } | undefined
+  /** The pool's configured capacity in the views' terms (views are made per request: made once here). */
+  private readonly capacity: EndpointView['capacity']
 
   constructor(
     readonly name: string,
@@ -116,6 +117,7 @@ export class PoolEndpoint implements Endpoint {
       indexBlocks: deps.pool.routing.index_blocks,
     })
     const cap = deps.pool.capacity
+    this.capacity = capacityOf(cap)
     this.facts = new EngineFacts({
       engine: deps.pool.engine,
       ...(deps.priors ?? PRIORS),
@@ -182,22 +184,8 @@ export class PoolEndpoint implements Endpoint {
       ledger: this.ledger.snapshot(),
       fresh: this.isFresh(now),
       ageMs: this.ageMs(now),
-      capacity: this.capacity(),
+      capacity: this.capacity,
     })
-  }
-
-  /** The pool's configured capacity in the views' terms, made once per config (views are made per request). */
-  private capacity(): EndpointView['capacity'] {
-    const cap = this.deps.pool.capacity
-    if (this.capacityOf?.from !== cap)
-      this.capacityOf = {
-        from: cap,
-        view: {
-          ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
-          ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
-        },
-      }
-    return this.capacityOf.view
   }
 
   view(): EndpointView {
@@ -205,7 +193,7 @@ export class PoolEndpoint implements Endpoint {
       name: this.name,
       pool: this.deps.pool.name,
       effective: this.effectiveLoad(),
-      capacity: this.capacity(),
+      capacity: this.capacity,
       prefixCache: this.prefixCache,
       facts: this.facts,
     }

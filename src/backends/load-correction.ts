@@ -36,6 +36,17 @@ export interface CorrectionInput {
 
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x))
 
+/** A pool's configured `capacity` in the correction's (and the views') terms: the keys it sets. */
+export function capacityOf(cap: {
+  readonly max_num_seqs?: number | undefined
+  readonly kv_tokens?: number | undefined
+}): CorrectionInput['capacity'] {
+  return {
+    ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
+    ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
+  }
+}
+
 export function correctLoad(input: CorrectionInput): EffectiveLoad {
   const { load, ledger, capacity } = input
   const scraped = load !== undefined

@@ -10,7 +10,7 @@
 import { Dispatcher } from 'undici'
 import { EngineFacts, type EstimatorPriorFacts } from '../../backends/engine-facts.js'
 import { Ledger, type LedgerEntryHandle } from '../../backends/ledger.js'
-import { correctLoad } from '../../backends/load-correction.js'
+import { capacityOf, correctLoad } from '../../backends/load-correction.js'
 import type {
   BackendLoad,
   EffectiveLoad,
@@ -62,6 +62,7 @@ export class VirtualEndpoint implements Endpoint {
   private readonly ledger = new Ledger()
   private scraped: BackendLoad | undefined = undefined
   private scrapedAt: number | undefined = undefined
+  private readonly capacity: EndpointView['capacity']
 
   constructor(
     readonly name: string,
@@ -73,6 +74,7 @@ export class VirtualEndpoint implements Endpoint {
     this.origin = `virtual://${name}`
     this.engine = new SimEngine({ profile, buckets: FACT_BUCKETS })
     const cap = pool.capacity
+    this.capacity = capacityOf(cap)
     this.facts = new EngineFacts({
       engine: pool.engine,
       ...priors,
@@ -115,30 +117,22 @@ export class VirtualEndpoint implements Endpoint {
 
   effectiveLoad(): EffectiveLoad {
     const now = this.clock.now()
-    const cap = this.pool.capacity
     const age = this.scrapedAt === undefined ? undefined : now - this.scrapedAt
     return correctLoad({
       load: this.scraped,
       ledger: this.ledger.snapshot(),
       fresh: age !== undefined && age <= this.pool.stale_after_ms,
       ageMs: age,
-      capacity: {
-        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
-        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
-      },
+      capacity: this.capacity,
     })
   }
 
   view(): EndpointView {
-    const cap = this.pool.capacity
     return {
       name: this.name,
       pool: this.pool.name,
       effective: this.effectiveLoad(),
-      capacity: {
-        ...(cap.max_num_seqs === undefined ? {} : { maxNumSeqs: cap.max_num_seqs }),
-        ...(cap.kv_tokens === undefined ? {} : { kvTokens: cap.kv_tokens }),
-      },
+      capacity: this.capacity,
       facts: this.facts,
     }
   }
