@@ -92,23 +92,21 @@ function logStartup(logger: Logger, backends: BackendsHandle, simulator: boolean
   )
 }
 
-/** Once at startup: whether requests without a key are served, and as whom. */
+/** Once at startup: whether requests without a key are served, and as whom (or by no one). */
 function logAuth(logger: Logger, tenants: TenantDirectory): void {
   const anon = tenants.anonymous
+  const mode = tenants.auth.mode
+  const what = mode === 'trusted_header' ? `without ${tenants.auth.header}` : 'without a known API key'
   if (anon === undefined) {
-    if (tenants.all().length === 0)
-      logger.warn(
-        { authMode: tenants.auth.mode },
-        tenants.auth.mode === 'trusted_header'
-          ? `no tenants are configured: every request will be refused (401); add tenants, or set auth.anonymous to serve requests without ${tenants.auth.header}`
-          : 'no tenants are configured: every request will be refused (401); add tenants with api_keys, or set auth.anonymous: NAME to serve requests without a key',
-      )
+    if (tenants.all().length > 0) return
+    logger.warn(
+      { authMode: mode },
+      `no tenants are configured: every request will be refused (401); add tenants${mode === 'trusted_header' ? '' : ' with api_keys'}, or set auth.anonymous: NAME to serve requests ${what}`,
+    )
     return
   }
-  const what =
-    tenants.auth.mode === 'trusted_header' ? `without ${tenants.auth.header}` : 'without a known API key'
   logger.warn(
-    { anonymousTenant: anon.id, authMode: tenants.auth.mode },
+    { anonymousTenant: anon.id, authMode: mode },
     `anonymous access is on: requests ${what} are served as tenant '${anon.id}'; set tenants and auth (and remove auth.anonymous) for production`,
   )
 }
