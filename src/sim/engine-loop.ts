@@ -48,6 +48,19 @@ export class EngineLoop {
     this.busy = false
   }
 
+  /**
+   * The pace of the step in flight changed by `factor` (a slow-down set or cleared): what is
+   * left of it takes `factor` times as long. A stall that clears ends at once, as a server
+   * that resumes does, not after the step it began while stalled.
+   */
+  rescale(factor: number): void {
+    if (!this.busy || this.cancel === null || factor === 1) return
+    const now = this.clock.now()
+    this.deadline = now + Math.max(0, this.deadline - now) * factor
+    this.cancel()
+    this.arm()
+  }
+
   private startAt(t: number): void {
     if (this.stopped) return
     const d = this.engine.beginStep(t)

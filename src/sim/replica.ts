@@ -82,7 +82,9 @@ export class Replica {
   }
 
   applyFaults(spec: FaultSpec): void {
+    const before = this.faults.slowdown
     this.faults.apply(spec)
+    this.loop.rescale(this.faults.slowdown / before)
     this.frozenMetrics = spec.metrics === 'stale' ? this.renderMetrics() : null
     if (spec.crash === true && this.url !== '') this.crash()
   }

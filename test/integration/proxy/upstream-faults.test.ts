@@ -1,16 +1,29 @@
-import { createServer } from 'node:net'
+import { connect } from 'node:net'
 import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readyBackends } from '../../helpers/backends.js'
 import { startGateway, type TestGateway } from '../../helpers/gateway.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream } from '../../helpers/upstream.js'
 
+/**
+ * A URL nothing listens on. Port 1 (tcpmux) is unused on any machine that runs these tests;
+ * a port freed after a listen(0) is not safe: a test running beside this one can be given
+ * the same port by the kernel and answer on it (seen in CI: a 404 for the expected 502).
+ */
 async function closedPortUrl(): Promise<string> {
-  const srv = createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
-  const { port } = srv.address() as { port: number }
-  await new Promise<void>((r) => srv.close(() => r()))
-  return `http://127.0.0.1:${port}`
+  const refused = await new Promise<boolean>((resolve) => {
+    const s = connect(1, '127.0.0.1')
+    s.once('connect', () => {
+      s.destroy()
+      resolve(false)
+    })
+    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'))
+  })
+  if (!refused)
+    throw new Error(
+      '127.0.0.1:1 accepts connections on this machine: the refused-connection test needs it closed',
+    )
+  return 'http://127.0.0.1:1'
 }
 
 async function post(url: string, body: object) {

@@ -7,11 +7,12 @@ import { SimRequest } from '../../../src/sim/sim-request.js'
 import { measureTimerLag } from '../../../src/sim/timer-baseline.js'
 import { gaps, RecordingSink, testProfile } from './helpers.js'
 
-function setup(wakeLateMs = 0) {
+function setup(wakeLateMs = 0, slowdown: () => number = () => 1) {
   const clock = new ManualClock(1000)
   clock.wakeLateMs = wakeLateMs
   const engine = new SimEngine({
     profile: testProfile({}, { per_context_token_ms: 0, per_prefill_token_ms: 0 }),
+    slowdown,
   })
   const loop = new EngineLoop(engine, clock)
   let n = 0
@@ -79,6 +80,32 @@ describe('EngineLoop', () => {
     expect(engine.numWaiting).toBe(1)
     clock.advance(5)
     expect(engine.numRunning).toBe(3)
+  })
+
+  it('a slow-down set or cleared mid-step rescales what is left of the step in flight', () => {
+    let slow = 1
+    const { clock, loop, submit } = setup(0, () => slow)
+    const { sink } = submit(10, 3)
+    clock.advance(0) // the first step begins at 1000: 5 ms
+    slow = 10_000
+    clock.advance(6) // it ends at 1005 at the normal pace; the second begins stalled (5.1 ms x 10,000)
+    expect(sink.times).toEqual([1005])
+    clock.advance(1_000)
+    expect(sink.times).toHaveLength(1)
+    slow = 1
+    loop.rescale(1 / 10_000) // the stall clears at 2006: the 49,999 ms left become 5 ms
+    clock.advance(5)
+    expect(sink.times).toHaveLength(2)
+    expect(sink.times[1]!).toBeCloseTo(2011, 3)
+    // the other way: a slow-down set mid-step stretches what is left (4.1 of 5.1 ms, x4)
+    clock.advance(1)
+    slow = 4
+    loop.rescale(4)
+    clock.advance(15)
+    expect(sink.times).toHaveLength(2)
+    clock.advance(2)
+    expect(sink.times).toHaveLength(3)
+    expect(sink.times[2]!).toBeCloseTo(2012 + 4 * 4.1, 3)
   })
 
   it('is deterministic: the same seed gives the same output lengths', () => {
