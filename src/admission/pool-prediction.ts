@@ -187,7 +187,7 @@ export class PoolPredictor {
         // at the measured dispatch rate, not at the fit's own slopes (which would feed on themselves)
         this.estimator.observeQueueRefused(
           w.prediction,
-          now - w.queuedAt + this.estimator.drainMs(h.aheadTokens + w.promptTokens),
+          now - w.queuedAt + this.estimator.drainMs(h.aheadTokens + (h.aheadTokens > 0 ? w.promptTokens : 0)),
         )
         refuse(
           w,

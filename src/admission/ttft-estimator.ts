@@ -9,7 +9,7 @@
  *
  *   Q = prompt tokens queued in the gateway ahead of this request (its class and those
  *       above);
- *   O = its own prompt tokens;
+ *   O = its own prompt tokens, when something is queued ahead of it (0 at the head: B says its wait);
  *   B = the time until the prefill budget has room for it: the prompts pending at the
  *       endpoint are expected to have their first tokens at the server time this model
  *       predicted for each when it was dispatched (a full budget, or a long prompt, holds
@@ -317,9 +317,17 @@ export class TtftEstimator {
   }
 }
 
-/** The queue part's features: [1, Q / D, O / D, B]. */
+/**
+ * The queue part's features: [1, Q / D, O / D, B], O / D only behind a queue (Q > 0). At the
+ * head of the queue a request goes as soon as the prefill budget has room for it, which B
+ * already says (the time until its own tokens fit); its own size at the dispatch rate on top
+ * counted that twice, and priced a long prompt at the head of an empty queue hundreds of ms
+ * above its wait (70B: 2-3k-token prompts refused at 460-820 ms predicted, served in 150-290).
+ * Behind a queue, the budget fills with the requests ahead and frees for its own at about
+ * the dispatch rate: O / D is that wait.
+ */
 function queueFeatures(aheadTokens: number, ownTokens: number, rate: number, roomMs: number): number[] {
-  return [1, aheadTokens / rate, ownTokens / rate, roomMs]
+  return [1, aheadTokens / rate, aheadTokens > 0 ? ownTokens / rate : 0, roomMs]
 }
 
 /**

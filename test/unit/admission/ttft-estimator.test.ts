@@ -135,12 +135,26 @@ describe('TtftEstimator', () => {
 
   it('prices the wait for the prefill budget to have room into a queued request, from the start', () => {
     // A request queued behind a prompt expected to have its first token in 2.4 s (nothing ahead
-    // in the gateway) waits for that, then runs its own (met at dispatch: nothing pending yet,
-    // the estimator has seen no dispatch).
+    // in the gateway) waits for that, and goes: then runs its own at the server (met at
+    // dispatch: nothing pending yet, the estimator has seen no dispatch).
     const e = new TtftEstimator({ stepMs: 15, prefillTokensPerS: 250 }, new ManualClock())
     const p = e.predict(view(604, 15), 0, 8, 2_400)
-    expect(p.queueMs).toBeCloseTo(2_400 + 8 / 0.25, 6)
+    expect(p.queueMs).toBeCloseTo(2_400, 6)
     expect(p.serverMs).toBeCloseTo(8 * 4 + 1.5 * 15, 6)
     expect(e.predict(view(0, 15), undefined, 8).totalMs).toBeLessThan(100)
+  })
+
+  it("counts a queued request's own prompt at the dispatch rate only behind a queue, not at its head", () => {
+    // At the head, the wait for the prefill budget to have room for it (B) is its wait: a
+    // long prompt there waits no longer than a short one for the same B. Behind a queue, the
+    // budget fills with the requests ahead and frees for its own at the dispatch rate.
+    const e = new TtftEstimator({ stepMs: 15, prefillTokensPerS: 1_000 }, new ManualClock())
+    const headShort = e.predict(view(0), 0, 100, 50).queueMs
+    const headLong = e.predict(view(0), 0, 3_000, 50).queueMs
+    expect(headLong).toBeCloseTo(headShort, 6)
+    expect(headLong).toBeCloseTo(50, 6)
+    const behindShort = e.predict(view(0), 2_000, 100, 50).queueMs
+    const behindLong = e.predict(view(0), 2_000, 3_000, 50).queueMs
+    expect(behindLong - behindShort).toBeCloseTo(2_900 / 1, 6) // 2,900 tokens more at 1 token/ms
   })
 })
