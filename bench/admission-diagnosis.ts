@@ -72,6 +72,7 @@ export function estimatorSection(
         e === undefined ? '' : e.samples,
         e === undefined ? '' : pct(e.meanAbsRelativeError),
         snap.margin === undefined ? '' : pct(snap.margin),
+        snap.tpotMargin === undefined ? '' : pct(snap.tpotMargin),
         q?.interactive === undefined ? '' : `${q.interactive.queued}/${q.interactive.inflight}`,
         q?.batch === undefined ? '' : `${q.batch.queued}/${q.batch.inflight}`,
       ])
@@ -89,7 +90,9 @@ export function estimatorSection(
       "queued interactive request's wait, the server part to its dispatch-to-first-token time. For this profile " +
       `a pure prefill costs β = ${fmt((truth.perPrefillTokenMs + truth.perContextTokenMs) * 1000, 1)} µs per token. ` +
       'Interactive is admitted when its prediction is within its SLO × ' +
-      '(1 − its TTFT margin): 10% at least, widened while more than 0.5% of the admitted miss the SLO.',
+      '(1 − its TTFT margin): 10% at least, widened while more than 0.5% of the admitted miss the SLO; ' +
+      "it may add to the server's batch while the live ITL is within its TPOT SLO × (1 − its TPOT margin), " +
+      'learned the same way from the TPOT of its admitted streams.',
   )
   report.table(
     [
@@ -104,6 +107,7 @@ export function estimatorSection(
       'samples',
       "gateway's own mean |error|",
       'interactive TTFT margin',
+      'interactive TPOT margin',
       'interactive queued/in flight',
       'batch queued/in flight',
     ],

@@ -65,6 +65,8 @@ export interface Snapshot {
   readonly itlMs?: number | null
   /** Interactive's TTFT margin (the configured one, widened while admitted requests miss). */
   readonly margin?: number
+  /** Interactive's TPOT margin (the decode guard's; widened while admitted streams miss). */
+  readonly tpotMargin?: number
 }
 
 export interface SegmentResult {
@@ -122,6 +124,7 @@ async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
     ...(pool?.classes !== undefined ? { queues: pool.classes } : {}),
     ...(pool?.itlMs !== undefined ? { itlMs: Object.values(pool.itlMs)[0] ?? null } : {}),
     ...(pool?.ttftMargin?.interactive !== undefined ? { margin: pool.ttftMargin.interactive } : {}),
+    ...(pool?.tpotMargin?.interactive !== undefined ? { tpotMargin: pool.tpotMargin.interactive } : {}),
   }
 }
 
@@ -148,6 +151,7 @@ interface AdmissionState {
       estimator?: unknown
       itlMs?: Record<string, number | null>
       ttftMargin?: Record<string, number>
+      tpotMargin?: Record<string, number>
     }[]
   }
 }

@@ -265,12 +265,14 @@ export class Admission implements AdmissionControl {
     for (const pa of this.pools.values()) {
       for (const d of pa.depths()) {
         const ttftMargin = pa.ttft.get(d.class)?.margin.value
+        const tpotMargin = pa.tpotMargin(d.class)
         yield {
           class: d.class,
           pool: pa.pool.name,
           queued: d.queued,
           inflight: d.inflight,
           ...(ttftMargin === undefined ? {} : { ttftMargin }),
+          ...(tpotMargin === undefined ? {} : { tpotMargin }),
         }
       }
     }

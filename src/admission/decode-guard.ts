@@ -1,7 +1,12 @@
 /**
  * Decode guard: a class may dispatch to an endpoint only while the streams that endpoint
  * serves decode within the TPOT objective of that class and of every class above it
- * (SLO x (1 - margin)).
+ * (SLO x (1 - margin)). Each class's TPOT margin is learned like its TTFT margin
+ * (margin.ts): the configured margin at least, widened while more of its admitted streams
+ * end above their TPOT objective than `tpot_miss_target`. The guard holds the live ITL
+ * near its limit, and a stream's TPOT is the mean of its own steps, which spread around it
+ * (a long prompt's prefill chunks lengthen a few of them): a fixed margin of 10% let a
+ * fifth of the admitted streams miss their TPOT under a batch flood.
  *
  * Every sequence in an engine's running batch gets one token per step, and a step is
  * longer for every sequence in the batch, every cached token it attends to and every prompt
@@ -17,6 +22,7 @@
  * predicted TTFT sees it) instead of in the running batch.
  */
 import type { Clock } from '../clock.js'
+import { MissMargin } from './margin.js'
 
 export interface GuardedClass {
   readonly name: string
@@ -65,22 +71,60 @@ export class DecodeGuard {
   private readonly clock: Clock
   private readonly windowMs: number
   private readonly meters = new Map<string, ItlMeter>()
-  /** For each class: the tightest TPOT objective x (1 - margin) of it and the classes above it. */
-  private readonly limitMs = new Map<string, number>()
+  /** Classes with a TPOT objective: the objective and its margin. */
+  private readonly objectives = new Map<string, { readonly tpotMs: number; readonly margin: MissMargin }>()
+  /** For each class: the classes at or above it with a TPOT objective (the tightest binds). */
+  private readonly bindingFor = new Map<string, readonly string[]>()
   /** Called when a window closes (the guard may have opened). */
   onChange: (() => void) | undefined = undefined
 
-  constructor(classes: readonly GuardedClass[], margin: number, windowMs: number, clock: Clock) {
+  constructor(
+    classes: readonly GuardedClass[],
+    margin: number,
+    windowMs: number,
+    clock: Clock,
+    missTarget = 0,
+  ) {
     this.clock = clock
     this.windowMs = windowMs
     for (const c of classes) {
-      let limit = Number.POSITIVE_INFINITY
-      for (const o of classes) {
-        if (o.priority <= c.priority && o.tpotMs !== undefined)
-          limit = Math.min(limit, o.tpotMs * (1 - margin))
-      }
-      this.limitMs.set(c.name, limit)
+      if (c.tpotMs !== undefined)
+        this.objectives.set(c.name, { tpotMs: c.tpotMs, margin: new MissMargin(margin, missTarget) })
     }
+    for (const c of classes) {
+      const above = classes
+        .filter((o) => o.priority <= c.priority && o.tpotMs !== undefined)
+        .map((o) => o.name)
+      this.bindingFor.set(c.name, above)
+    }
+  }
+
+  /** The ITL under which `className` may add to a batch: the tightest TPOT x (1 - margin) at or above it. */
+  limitMs(className: string): number {
+    let limit = Number.POSITIVE_INFINITY
+    for (const name of this.bindingFor.get(className) ?? []) {
+      const o = this.objectives.get(name)
+      if (o !== undefined) limit = Math.min(limit, o.tpotMs * (1 - o.margin.value))
+    }
+    return limit
+  }
+
+  /** An admitted stream of `className` ended with a mean time per output token of `tpotMs`: its margin learns. */
+  observeTpot(className: string, tpotMs: number): void {
+    const o = this.objectives.get(className)
+    o?.margin.observe(tpotMs > o.tpotMs)
+  }
+
+  /** The TPOT margin of `className` now; undefined for a class with no TPOT objective. */
+  margin(className: string): number | undefined {
+    return this.objectives.get(className)?.margin.value
+  }
+
+  /** Each class's TPOT margin now (classes with a TPOT objective). */
+  margins(): Record<string, number> {
+    return Object.fromEntries(
+      [...this.objectives].map(([k, o]) => [k, Math.round(o.margin.value * 1000) / 1000]),
+    )
   }
 
   /** Records one inter-chunk gap of a stream from `endpoint`; returns the window when this closed one. */
@@ -104,7 +148,7 @@ export class DecodeGuard {
 
   /** True when `className` may add a request to `endpoint`'s running batch now. */
   allows(className: string, endpoint: string): boolean {
-    const limit = this.limitMs.get(className) ?? Number.POSITIVE_INFINITY
+    const limit = this.limitMs(className)
     if (limit === Number.POSITIVE_INFINITY) return true
     const itl = this.itl(endpoint)
     return itl === undefined || itl <= limit

@@ -29,6 +29,8 @@ export interface QueueDepth {
   readonly inflight: number
   /** The class's TTFT margin in this pool, for classes refused on their predicted TTFT. */
   readonly ttftMargin?: number
+  /** The class's TPOT margin in this pool (the decode guard's), for classes with a TPOT objective. */
+  readonly tpotMargin?: number
 }
 
 export interface AdmissionControl {

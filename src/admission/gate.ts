@@ -95,6 +95,7 @@ export class EndpointGates {
       cfg.margin,
       cfg.itl_window_ms,
       clock,
+      cfg.tpot_miss_target,
     )
     for (const [name, c] of Object.entries(classes)) {
       this.limits.set(name, {
@@ -253,6 +254,16 @@ export class EndpointGates {
     return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs, joined)
   }
 
+  /** An admitted stream of `className` ended with this mean time per output token: its TPOT margin learns. */
+  observeTpot(className: string, tpotMs: number): void {
+    this.guard.observeTpot(className, tpotMs)
+  }
+
+  /** The TPOT margin of `className` (undefined without a TPOT objective). */
+  tpotMargin(className: string): number | undefined {
+    return this.guard.margin(className)
+  }
+
   /** A gap between two tokens of a stream from `endpoint`: into its live ITL. Returns a window's mean when one closed. */
   observeGap(endpoint: string, gapMs: number, now: number): ItlWindow | undefined {
     return this.guard.observe(endpoint, gapMs, now)
@@ -262,11 +273,13 @@ export class EndpointGates {
     prefillingTokens: Record<string, number>
     prefillBudget: Record<string, PrefillBudget>
     itlMs: Record<string, number | null>
+    tpotMargin: Record<string, number>
   } {
     return {
       prefillingTokens: this.prefilling.state(),
       prefillBudget: Object.fromEntries(views.map((v) => [v.name, this.budget(v)])),
       itlMs: this.guard.state(),
+      tpotMargin: this.guard.margins(),
     }
   }
 }

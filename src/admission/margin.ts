@@ -1,16 +1,19 @@
 /**
- * The TTFT margin of one class in one pool. Admission admits a request when its predicted
- * TTFT is within SLO × (1 − margin). The configured margin is the floor; every admitted
- * request that misses its TTFT objective widens the margin by STEP, every one that meets
- * it narrows it by STEP × target, so the share of admitted requests that miss settles near
- * `target` (an integral controller on the miss rate). An unbiased estimator errs both ways:
- * a fixed margin then lets the requests it under-predicts near the objective miss it,
- * more of them the busier the pool (admitted predictions crowd at the limit).
+ * The margin of one class's objective in one pool (its TTFT, or its TPOT). Admission admits
+ * a request when its predicted TTFT is within SLO × (1 − margin); the decode guard lets a
+ * class add to an endpoint's batch while its live inter-token latency is within the TPOT
+ * objective × (1 − margin). The configured margin is the floor; every admitted request that
+ * misses the objective widens the margin by STEP, every one that meets it narrows it by
+ * STEP × target, so the share of admitted requests that miss settles near `target` (an
+ * integral controller on the miss rate). An unbiased estimator errs both ways: a fixed
+ * margin then lets the requests it under-predicts near the objective miss it, more of them
+ * the busier the pool (admitted predictions crowd at the limit); and a request's TPOT is
+ * the mean of the steps of its whole stream, which spread around the ITL the guard holds.
  */
 const STEP = 0.02
 const MAX = 0.5
 
-export class TtftMargin {
+export class MissMargin {
   private readonly floor: number
   private readonly target: number
   private extra = 0
@@ -25,7 +28,7 @@ export class TtftMargin {
     return this.floor + this.extra
   }
 
-  /** An admitted request got its first token; `missed`: after its TTFT objective. */
+  /** An admitted request's outcome on the objective (its first token, or its stream's end); `missed`: beyond it. */
   observe(missed: boolean): void {
     if (this.target <= 0) return
     const e = this.extra + STEP * ((missed ? 1 : 0) - this.target)

@@ -5,8 +5,11 @@
  * not wait for whole streams to end before its predictions follow the server. At its end
  * (learnFromOutcome): the mean prefill work of a request (its prompt as the server counted
  * it, less the share expected in the prefix cache) and its endpoint's prefill rate
- * (pool-facts.ts), which need the server's own count of the prompt (its usage).
+ * (pool-facts.ts), which need the server's own count of the prompt (its usage), and its
+ * class's TPOT margin (decode-guard.ts), which needs the whole stream.
  */
+import { measure } from '../telemetry/verdict.js'
+import type { EndpointGates } from './gate.js'
 import { observePrefill } from './pool-facts.js'
 import type { PoolPredictor } from './pool-prediction.js'
 import type { TtftEstimator } from './ttft-estimator.js'
@@ -24,8 +27,11 @@ export function learnFromFirstToken(w: Waiting, estimator: TtftEstimator, ttft: 
   ttft.observe(w.className, t.slo?.ttft_ms, w.prediction.totalMs, ttftMs)
 }
 
-export function learnFromOutcome(w: Waiting, predictor: PoolPredictor): void {
+export function learnFromOutcome(w: Waiting, predictor: PoolPredictor, gates: EndpointGates): void {
   const t = w.ticket
+  // its mean time per output token, as the client and the SLO verdict count it: the class's TPOT margin
+  const tpotS = measure(t).tpotS
+  if (tpotS !== undefined) gates.observeTpot(w.className, tpotS * 1000)
   // the mean prefill work of a request (what one waiting at a server costs): its prompt,
   // less the share expected in the prefix cache
   const share = w.computeTokens === undefined || w.promptTokens <= 0 ? 1 : w.computeTokens / w.promptTokens

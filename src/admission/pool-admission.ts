@@ -202,6 +202,11 @@ export class PoolAdmission {
     return new AdmittedLease(lease, w, this, uncount)
   }
 
+  /** The decode guard's TPOT margin of `className` in this pool (undefined without a TPOT objective). */
+  tpotMargin(className: string): number | undefined {
+    return this.gates.tpotMargin(className)
+  }
+
   /**
    * A dispatched request ended: it leaves the in-flight count; the estimator learns its
    * prompt size and, when it streamed, its server TTFT; the dispatcher runs.
@@ -209,7 +214,7 @@ export class PoolAdmission {
   finished(w: Waiting, endpoint: string): void {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
     this.running.delete(endpoint, w)
-    learnFromOutcome(w, this.predictor)
+    learnFromOutcome(w, this.predictor, this.gates)
     this.facts.sync(this.estimator)
     this.schedulePump()
   }

@@ -4,11 +4,11 @@
  * outcome teaches the margin. Pool admission asks it for a request's admission budget.
  */
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
-import { TtftMargin } from './margin.js'
+import { MissMargin } from './margin.js'
 
 export interface ClassTtft {
   readonly sloMs: number
-  readonly margin: TtftMargin
+  readonly margin: MissMargin
 }
 
 export class TtftObjectives {
@@ -24,7 +24,7 @@ export class TtftObjectives {
       if (c.slo.ttft_ms !== undefined)
         this.byClass.set(name, {
           sloMs: c.slo.ttft_ms,
-          margin: new TtftMargin(cfg.margin, cfg.ttft_miss_target),
+          margin: new MissMargin(cfg.margin, cfg.ttft_miss_target),
         })
     }
   }

@@ -346,6 +346,11 @@ const admissionSchema = z
      */
     ttft_miss_target: z.number().min(0).max(0.5).default(0.005),
     /**
+     * The same for TPOT: the share of admitted streams that may end above their TPOT
+     * objective. The decode guard's limit (TPOT x (1 - margin)) tightens while more do.
+     */
+    tpot_miss_target: z.number().min(0).max(0.5).default(0.005),
+    /**
      * What a class's floor (classes.<name>.min_share) remembers: what it is owed, or took
      * beyond its share, is bounded by its share of the prompt tokens dispatched in this window.
      */

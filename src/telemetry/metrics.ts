@@ -158,6 +158,12 @@ export function createMetrics(config: GatewayConfig, registry: Registry, onColle
       labelNames: ['class', 'pool'],
       registers,
     }),
+    tpotMargin: new Gauge<'class' | 'pool'>({
+      name: METRICS.tpotMargin,
+      help: "The margin the decode guard keeps under a class's TPOT objective (configured floor, widened while admitted streams miss).",
+      labelNames: ['class', 'pool'],
+      registers,
+    }),
     sloThreshold: new Gauge<'class' | 'slo'>({
       name: METRICS.sloThreshold,
       help: 'Configured SLO thresholds per class (slo=ttft|tpot|e2e).',

@@ -27,6 +27,7 @@ export const METRICS = {
   queueDepth: 'slo_gateway_queue_depth',
   inflight: 'slo_gateway_inflight',
   ttftMargin: 'slo_gateway_ttft_margin_ratio',
+  tpotMargin: 'slo_gateway_tpot_margin_ratio',
   sloThreshold: 'slo_gateway_slo_threshold_seconds',
   httpRequests: 'slo_gateway_http_requests_total',
   httpDuration: 'slo_gateway_http_request_duration_seconds',

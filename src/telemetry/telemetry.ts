@@ -26,6 +26,8 @@ export interface QueueSample {
   readonly inflight: number
   /** The class's TTFT margin in this pool, for classes refused on their predicted TTFT. */
   readonly ttftMargin?: number
+  /** The class's TPOT margin in this pool (the decode guard's), for classes with a TPOT objective. */
+  readonly tpotMargin?: number
 }
 
 /** The last 5 minutes as the dashboard draws them (times as ms ago, the clock's origin is arbitrary). */
@@ -144,12 +146,14 @@ export function createTelemetry(config: GatewayConfig, deps: TelemetryDeps): Tel
     metrics.queueDepth.reset()
     metrics.inflight.reset()
     metrics.ttftMargin.reset()
+    metrics.tpotMargin.reset()
     if (queueSource === undefined) return
     try {
       for (const q of queueSource()) {
         metrics.queueDepth.inc({ class: q.class, pool: q.pool }, q.queued)
         metrics.inflight.inc({ class: q.class, pool: q.pool }, q.inflight)
         if (q.ttftMargin !== undefined) metrics.ttftMargin.set({ class: q.class, pool: q.pool }, q.ttftMargin)
+        if (q.tpotMargin !== undefined) metrics.tpotMargin.set({ class: q.class, pool: q.pool }, q.tpotMargin)
       }
     } catch (err) {
       // A failing source must not fail the whole scrape: the gauges are just absent.

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest'
-import { TtftMargin } from '../../../src/admission/margin.js'
+import { MissMargin } from '../../../src/admission/margin.js'
 
-describe('TtftMargin', () => {
+describe('MissMargin', () => {
   it('stays at the configured margin while admitted requests meet their objective', () => {
-    const m = new TtftMargin(0.1, 0.005)
+    const m = new MissMargin(0.1, 0.005)
     for (let i = 0; i < 1000; i++) m.observe(false)
     expect(m.value).toBe(0.1)
   })
 
   it('widens on misses, narrows back, and settles the miss rate near its target', () => {
-    const m = new TtftMargin(0.1, 0.01)
+    const m = new MissMargin(0.1, 0.01)
     m.observe(true)
     expect(m.value).toBeCloseTo(0.1 + 0.02 * 0.99, 9)
     for (let i = 0; i < 50; i++) m.observe(false)
@@ -35,10 +35,10 @@ describe('TtftMargin', () => {
   })
 
   it('never passes 0.5, and a target of 0 keeps the margin fixed', () => {
-    const m = new TtftMargin(0.1, 0.005)
+    const m = new MissMargin(0.1, 0.005)
     for (let i = 0; i < 100; i++) m.observe(true)
     expect(m.value).toBeCloseTo(0.5, 9)
-    const fixed = new TtftMargin(0.2, 0)
+    const fixed = new MissMargin(0.2, 0)
     for (let i = 0; i < 100; i++) fixed.observe(true)
     expect(fixed.value).toBe(0.2)
   })

@@ -297,4 +297,39 @@ describe('learning at the first token', () => {
     expect(samples()).toBe(1) // learned once
     pa.close()
   })
+
+  it("learns the class's TPOT margin from the streams it admitted, at their end", () => {
+    dispatched = []
+    const pool = new FakePool()
+    pool.slots = 10
+    const clock = new ManualClock()
+    const pa = new PoolAdmission(pool, config.classes, config.admission, clock)
+    const margin = () => (pa.state() as { tpotMargin: Record<string, number> }).tpotMargin.interactive
+    expect(margin()).toBeCloseTo(0.1, 9)
+    // one stream of 101 tokens at 80 ms each, over interactive's 50 ms TPOT objective
+    const slow = item('i0', 'interactive', 't')
+    place(pa, slow, 't', 1, clock.now() + 60_000)
+    Object.assign(slow.ticket, { stream: true, dispatchedAt: clock.now(), firstTokenAt: clock.now() + 100 })
+    Object.assign(slow.ticket, {
+      contentChunks: 101,
+      lastTokenAt: clock.now() + 8_100,
+      finishedAt: clock.now() + 8_100,
+    })
+    ;(slow.granted as Lease).release('ok')
+    expect(pa.tpotMargin('interactive')).toBeCloseTo(0.1 + 0.02 * (1 - 0.005), 9)
+    expect(margin()).toBe(0.12) // /admin/state rounds it
+    // a fast one (20 ms a token) narrows it a little; batch has no TPOT objective
+    const fast = item('i1', 'interactive', 't')
+    place(pa, fast, 't', 1, clock.now() + 60_000)
+    Object.assign(fast.ticket, { stream: true, dispatchedAt: clock.now(), firstTokenAt: clock.now() + 100 })
+    Object.assign(fast.ticket, {
+      contentChunks: 101,
+      lastTokenAt: clock.now() + 2_100,
+      finishedAt: clock.now() + 2_100,
+    })
+    ;(fast.granted as Lease).release('ok')
+    expect(pa.tpotMargin('interactive')).toBeCloseTo(0.1 + 0.02 * (1 - 0.005) - 0.02 * 0.005, 9)
+    expect(pa.tpotMargin('batch')).toBeUndefined()
+    pa.close()
+  })
 })

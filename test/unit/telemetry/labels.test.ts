@@ -23,12 +23,14 @@ describe('bounded labels and scrape-time gauges', () => {
     const { registry, telemetry } = setup()
     let queued = 3
     telemetry.setQueueSource(() => [
-      { class: 'interactive', pool: 'main', queued, inflight: 2, ttftMargin: 0.14 },
+      { class: 'interactive', pool: 'main', queued, inflight: 2, ttftMargin: 0.14, tpotMargin: 0.12 },
       { class: 'batch', pool: 'main', queued: 50, inflight: 7 },
     ])
     expect(await value(registry, METRICS.queueDepth, { class: 'interactive' })).toBe(3)
     expect(await value(registry, METRICS.ttftMargin, { class: 'interactive', pool: 'main' })).toBe(0.14)
     expect(await samples(registry, METRICS.ttftMargin)).toHaveLength(1) // batch has none
+    expect(await value(registry, METRICS.tpotMargin, { class: 'interactive', pool: 'main' })).toBe(0.12)
+    expect(await samples(registry, METRICS.tpotMargin)).toHaveLength(1)
     expect(await value(registry, METRICS.inflight, { class: 'batch' })).toBe(7)
     queued = 0
     expect(await value(registry, METRICS.queueDepth, { class: 'interactive' })).toBe(0)
