@@ -306,28 +306,20 @@ describe('learning at the first token', () => {
     const pa = new PoolAdmission(pool, config.classes, config.admission, clock)
     const margin = () => (pa.state() as { tpotMargin: Record<string, number> }).tpotMargin.interactive
     expect(margin()).toBeCloseTo(0.1, 9)
-    // one stream of 101 tokens at 80 ms each, over interactive's 50 ms TPOT objective
-    const slow = item('i0', 'interactive', 't')
-    place(pa, slow, 't', 1, clock.now() + 60_000)
-    Object.assign(slow.ticket, { stream: true, dispatchedAt: clock.now(), firstTokenAt: clock.now() + 100 })
-    Object.assign(slow.ticket, {
-      contentChunks: 101,
-      lastTokenAt: clock.now() + 8_100,
-      finishedAt: clock.now() + 8_100,
-    })
-    ;(slow.granted as Lease).release('ok')
+    /** Admits one interactive stream of 101 tokens, `tokenMs` apart, and ends it. */
+    const stream = (id: string, tokenMs: number) => {
+      const it = item(id, 'interactive', 't')
+      place(pa, it, 't', 1, clock.now() + 60_000)
+      const first = clock.now() + 100
+      const last = first + 100 * tokenMs
+      Object.assign(it.ticket, { stream: true, dispatchedAt: clock.now(), firstTokenAt: first })
+      Object.assign(it.ticket, { contentChunks: 101, lastTokenAt: last, finishedAt: last })
+      ;(it.granted as Lease).release('ok')
+    }
+    stream('i0', 80) // over interactive's 50 ms TPOT objective
     expect(pa.tpotMargin('interactive')).toBeCloseTo(0.1 + 0.02 * (1 - 0.005), 9)
     expect(margin()).toBe(0.12) // /admin/state rounds it
-    // a fast one (20 ms a token) narrows it a little; batch has no TPOT objective
-    const fast = item('i1', 'interactive', 't')
-    place(pa, fast, 't', 1, clock.now() + 60_000)
-    Object.assign(fast.ticket, { stream: true, dispatchedAt: clock.now(), firstTokenAt: clock.now() + 100 })
-    Object.assign(fast.ticket, {
-      contentChunks: 101,
-      lastTokenAt: clock.now() + 2_100,
-      finishedAt: clock.now() + 2_100,
-    })
-    ;(fast.granted as Lease).release('ok')
+    stream('i1', 20) // within it: narrows it a little
     expect(pa.tpotMargin('interactive')).toBeCloseTo(0.1 + 0.02 * (1 - 0.005) - 0.02 * 0.005, 9)
     expect(pa.tpotMargin('batch')).toBeUndefined()
     pa.close()
