@@ -3,10 +3,11 @@
  * serves decode within the TPOT objective of that class and of every class above it
  * (SLO x (1 - margin)). Each class's TPOT margin is learned like its TTFT margin
  * (margin.ts): the configured margin at least, widened while more of its admitted streams
- * end above their TPOT objective than `tpot_miss_target`. The guard holds the live ITL
+ * decode above their TPOT objective than `tpot_miss_target` (each judged once: on its first
+ * gaps, or at its end when shorter; waiting.ts). The guard holds the live ITL
  * near its limit, and a stream's TPOT is the mean of its own steps, which spread around it
- * (a long prompt's prefill chunks lengthen a few of them): a fixed margin of 10% let a
- * fifth of the admitted streams miss their TPOT under a batch flood.
+ * (a long prompt's prefill chunks lengthen a few of them): with a fixed margin of 10%, in a
+ * bench:admission run under a batch flood a fifth of the admitted streams missed their TPOT.
  *
  * Every sequence in an engine's running batch gets one token per step, and a step is
  * longer for every sequence in the batch, every cached token it attends to and every prompt

@@ -6,7 +6,7 @@
  * (learnFromOutcome): the mean prefill work of a request (its prompt as the server counted
  * it, less the share expected in the prefix cache) and its endpoint's prefill rate
  * (pool-facts.ts), which need the server's own count of the prompt (its usage), and its
- * class's TPOT margin (decode-guard.ts), which needs the whole stream.
+ * class's TPOT margin (decode-guard.ts) from a stream too short to be judged on its first gaps.
  */
 import { measure } from '../telemetry/verdict.js'
 import type { EndpointGates } from './gate.js'
@@ -29,8 +29,10 @@ export function learnFromFirstToken(w: Waiting, estimator: TtftEstimator, ttft: 
 
 export function learnFromOutcome(w: Waiting, predictor: PoolPredictor, gates: EndpointGates): void {
   const t = w.ticket
-  // its mean time per output token, as the client and the SLO verdict count it: the class's TPOT margin
-  const tpotS = measure(t).tpotS
+  // a stream not judged early (waiting.ts): its mean time per output token, as the client
+  // and the SLO verdict count it, teaches its class's TPOT margin
+  const tpotS = w.tpotJudged ? undefined : measure(t).tpotS
+  w.tpotJudged = true
   if (tpotS !== undefined) gates.observeTpot(w.className, tpotS * 1000)
   // the mean prefill work of a request (what one waiting at a server costs): its prompt,
   // less the share expected in the prefix cache

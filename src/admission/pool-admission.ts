@@ -202,6 +202,11 @@ export class PoolAdmission {
     return new AdmittedLease(lease, w, this, uncount)
   }
 
+  /** A stream of `className` decoded at `tpotMs` per token (so far, or in all): its TPOT margin learns. */
+  observeTpot(className: string, tpotMs: number): void {
+    this.gates.observeTpot(className, tpotMs)
+  }
+
   /** The decode guard's TPOT margin of `className` in this pool (undefined without a TPOT objective). */
   tpotMargin(className: string): number | undefined {
     return this.gates.tpotMargin(className)

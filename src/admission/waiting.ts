@@ -29,6 +29,11 @@ export class Waiting implements Queued {
   owner: PoolAdmission | undefined = undefined
   /** When it was placed in the queue (the pool's clock). */
   queuedAt = 0
+  /** Its stream's inter-token gaps so far: their sum (ms) and count. */
+  gapSumMs = 0
+  gaps = 0
+  /** Its TPOT was judged (its class's TPOT margin learned from it): once, early or at its end. */
+  tpotJudged = false
   private settle: (r: Lease | GatewayError) => void = () => {}
 
   constructor(
@@ -61,11 +66,20 @@ export class Waiting implements Queued {
 let waitingSeq = 0
 
 /**
+ * Gaps after which a stream's TPOT so far is judged for its class's TPOT margin: a stream
+ * of hundreds of tokens ends seconds after the steps that made it slow, too late for a
+ * guard to correct; its first gaps are what the guard let happen (a stream shorter than
+ * this is judged at its end).
+ */
+export const TPOT_JUDGED_AFTER_GAPS = 32
+
+/**
  * The lease of an admitted request: the endpoint's lease, plus admission's observer of
  * the exchange. The prompt counts in the endpoint's prefill budget until it is prefilled,
- * when the estimator learns its TTFT; each token gap feeds the endpoint's decode guard; at
- * the end the endpoint's lease is released first, then its prompt's size is learned and
- * the dispatcher runs.
+ * when the estimator learns its TTFT; each token gap feeds the endpoint's decode guard (and,
+ * after TPOT_JUDGED_AFTER_GAPS, its TPOT so far its class's TPOT margin); at the end the
+ * endpoint's lease is released first, then its prompt's size is learned and the dispatcher
+ * runs.
  */
 export class AdmittedLease implements Lease {
   private released = false
@@ -87,6 +101,13 @@ export class AdmittedLease implements Lease {
 
   tokenGap(_t: Ticket, gapMs: number, now: number): void {
     this.owner.observeGap(this.inner.endpoint, gapMs, now)
+    const w = this.w
+    w.gapSumMs += gapMs
+    w.gaps++
+    if (w.gaps === TPOT_JUDGED_AFTER_GAPS && !w.tpotJudged) {
+      w.tpotJudged = true
+      this.owner.observeTpot(w.className, w.gapSumMs / w.gaps)
+    }
   }
 
   ended(_t: Ticket, result: EndpointResult | undefined): void {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Admitted } from '../../../src/admission/face.js'
 import { PoolAdmission, Waiting } from '../../../src/admission/pool-admission.js'
+import { TPOT_JUDGED_AFTER_GAPS } from '../../../src/admission/waiting.js'
 import type { Lease } from '../../../src/backends/types.js'
 import { ManualClock, systemClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
@@ -321,6 +322,19 @@ describe('learning at the first token', () => {
     expect(margin()).toBe(0.12) // /admin/state rounds it
     stream('i1', 20) // within it: narrows it a little
     expect(pa.tpotMargin('interactive')).toBeCloseTo(0.1 + 0.02 * (1 - 0.005) - 0.02 * 0.005, 9)
+    // a long stream is judged on its first 32 gaps, while it runs, and not again at its end
+    const long = item('i2', 'interactive', 't')
+    place(pa, long, 't', 1, clock.now() + 60_000)
+    const lease = long.granted as Lease
+    const before = pa.tpotMargin('interactive') as number
+    for (let i = 0; i < TPOT_JUDGED_AFTER_GAPS - 1; i++) lease.tokenGap?.(long.ticket, 90, clock.now())
+    expect(pa.tpotMargin('interactive')).toBe(before)
+    lease.tokenGap?.(long.ticket, 90, clock.now())
+    expect(pa.tpotMargin('interactive')).toBeCloseTo(before + 0.02 * (1 - 0.005), 9)
+    Object.assign(long.ticket, { stream: true, dispatchedAt: clock.now(), firstTokenAt: clock.now() + 100 })
+    Object.assign(long.ticket, { contentChunks: 501, lastTokenAt: clock.now() + 50_100 })
+    lease.release('ok')
+    expect(pa.tpotMargin('interactive')).toBeCloseTo(before + 0.02 * (1 - 0.005), 9)
     expect(pa.tpotMargin('batch')).toBeUndefined()
     pa.close()
   })
