@@ -4,7 +4,7 @@
  * (SLO x (1 - margin)). Each class's TPOT margin is learned like its TTFT margin
  * (margin.ts): the configured margin at least, widened while more of its admitted streams
  * decode above their TPOT objective than `tpot_miss_target` (each judged once: on its first
- * gaps, or at its end when shorter; waiting.ts). The guard holds the live ITL
+ * gaps when they already miss, else at its end; waiting.ts). The guard holds the live ITL
  * near its limit, and a stream's TPOT is the mean of its own steps, which spread around it
  * (a long prompt's prefill chunks lengthen a few of them): with a fixed margin of 10%, in a
  * bench:admission run under a batch flood a fifth of the admitted streams missed their TPOT.
@@ -110,10 +110,15 @@ export class DecodeGuard {
     return limit
   }
 
+  /** True when `tpotMs` is over the TPOT objective of `className` (false without one). */
+  misses(className: string, tpotMs: number): boolean {
+    const o = this.objectives.get(className)
+    return o !== undefined && tpotMs > o.tpotMs
+  }
+
   /** An admitted stream of `className` ended with a mean time per output token of `tpotMs`: its margin learns. */
   observeTpot(className: string, tpotMs: number): void {
-    const o = this.objectives.get(className)
-    o?.margin.observe(tpotMs > o.tpotMs)
+    this.objectives.get(className)?.margin.observe(this.misses(className, tpotMs))
   }
 
   /** The TPOT margin of `className` now; undefined for a class with no TPOT objective. */

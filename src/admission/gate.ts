@@ -259,6 +259,11 @@ export class EndpointGates {
     this.guard.observeTpot(className, tpotMs)
   }
 
+  /** True when `tpotMs` per token is over the TPOT objective of `className`. */
+  tpotMisses(className: string, tpotMs: number): boolean {
+    return this.guard.misses(className, tpotMs)
+  }
+
   /** The TPOT margin of `className` (undefined without a TPOT objective). */
   tpotMargin(className: string): number | undefined {
     return this.guard.margin(className)

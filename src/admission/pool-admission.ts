@@ -207,6 +207,11 @@ export class PoolAdmission {
     this.gates.observeTpot(className, tpotMs)
   }
 
+  /** True when `tpotMs` per token is over the TPOT objective of `className`. */
+  tpotMisses(className: string, tpotMs: number): boolean {
+    return this.gates.tpotMisses(className, tpotMs)
+  }
+
   /** The decode guard's TPOT margin of `className` in this pool (undefined without a TPOT objective). */
   tpotMargin(className: string): number | undefined {
     return this.gates.tpotMargin(className)

@@ -66,10 +66,10 @@ export class Waiting implements Queued {
 let waitingSeq = 0
 
 /**
- * Gaps after which a stream's TPOT so far is judged for its class's TPOT margin: a stream
- * of hundreds of tokens ends seconds after the steps that made it slow, too late for a
- * guard to correct; its first gaps are what the guard let happen (a stream shorter than
- * this is judged at its end).
+ * Gaps after which a stream whose TPOT so far is over its objective teaches its class's
+ * TPOT margin that miss at once: a stream of hundreds of tokens ends seconds after the steps
+ * that made it slow, too late for a guard to correct. A stream on track then is judged on
+ * its whole TPOT at its end (so a stream slowed later still counts), as is a shorter one.
  */
 export const TPOT_JUDGED_AFTER_GAPS = 32
 
@@ -104,10 +104,12 @@ export class AdmittedLease implements Lease {
     const w = this.w
     w.gapSumMs += gapMs
     w.gaps++
-    if (w.gaps === TPOT_JUDGED_AFTER_GAPS && !w.tpotJudged) {
-      w.tpotJudged = true
-      this.owner.observeTpot(w.className, w.gapSumMs / w.gaps)
-    }
+    if (w.gaps !== TPOT_JUDGED_AFTER_GAPS || w.tpotJudged) return
+    // a miss so far is taught now; a stream on track is judged whole, at its end
+    const soFar = w.gapSumMs / w.gaps
+    if (!this.owner.tpotMisses(w.className, soFar)) return
+    w.tpotJudged = true
+    this.owner.observeTpot(w.className, soFar)
   }
 
   ended(_t: Ticket, result: EndpointResult | undefined): void {

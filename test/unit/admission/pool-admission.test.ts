@@ -322,7 +322,7 @@ describe('learning at the first token', () => {
     expect(margin()).toBe(0.12) // /admin/state rounds it
     stream('i1', 20) // within it: narrows it a little
     expect(pa.tpotMargin('interactive')).toBeCloseTo(0.1 + 0.02 * (1 - 0.005) - 0.02 * 0.005, 9)
-    // a long stream is judged on its first 32 gaps, while it runs, and not again at its end
+    // a long stream that misses over its first 32 gaps is judged then, while it runs, and not again at its end
     const long = item('i2', 'interactive', 't')
     place(pa, long, 't', 1, clock.now() + 60_000)
     const lease = long.granted as Lease
@@ -335,6 +335,17 @@ describe('learning at the first token', () => {
     Object.assign(long.ticket, { contentChunks: 501, lastTokenAt: clock.now() + 50_100 })
     lease.release('ok')
     expect(pa.tpotMargin('interactive')).toBeCloseTo(before + 0.02 * (1 - 0.005), 9)
+    // one on track over its first gaps is judged whole at its end: slowed later, it still misses
+    const late = item('i3', 'interactive', 't')
+    place(pa, late, 't', 1, clock.now() + 60_000)
+    const lateLease = late.granted as Lease
+    const mid = pa.tpotMargin('interactive') as number
+    for (let i = 0; i < TPOT_JUDGED_AFTER_GAPS; i++) lateLease.tokenGap?.(late.ticket, 20, clock.now())
+    expect(pa.tpotMargin('interactive')).toBe(mid)
+    Object.assign(late.ticket, { stream: true, dispatchedAt: clock.now(), firstTokenAt: clock.now() + 100 })
+    Object.assign(late.ticket, { contentChunks: 201, lastTokenAt: clock.now() + 12_100 })
+    lateLease.release('ok')
+    expect(pa.tpotMargin('interactive')).toBeCloseTo(mid + 0.02 * (1 - 0.005), 9)
     expect(pa.tpotMargin('batch')).toBeUndefined()
     pa.close()
   })
