@@ -116,7 +116,7 @@ export class DecodeGuard {
     return o !== undefined && tpotMs > o.tpotMs
   }
 
-  /** An admitted stream of `className` ended with a mean time per output token of `tpotMs`: its margin learns. */
+  /** An admitted stream of `className` decoded at `tpotMs` per token (so far, or in all): its margin learns. */
   observeTpot(className: string, tpotMs: number): void {
     this.objectives.get(className)?.margin.observe(this.misses(className, tpotMs))
   }

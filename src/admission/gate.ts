@@ -254,7 +254,7 @@ export class EndpointGates {
     return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs, joined)
   }
 
-  /** An admitted stream of `className` ended with this mean time per output token: its TPOT margin learns. */
+  /** An admitted stream of `className` decoded at `tpotMs` per token (so far, or in all): its TPOT margin learns. */
   observeTpot(className: string, tpotMs: number): void {
     this.guard.observeTpot(className, tpotMs)
   }

@@ -6,7 +6,7 @@
  * (learnFromOutcome): the mean prefill work of a request (its prompt as the server counted
  * it, less the share expected in the prefix cache) and its endpoint's prefill rate
  * (pool-facts.ts), which need the server's own count of the prompt (its usage), and its
- * class's TPOT margin (decode-guard.ts) from a stream too short to be judged on its first gaps.
+ * class's TPOT margin (decode-guard.ts) from a stream not judged on its first gaps (waiting.ts).
  */
 import { measure } from '../telemetry/verdict.js'
 import type { EndpointGates } from './gate.js'
