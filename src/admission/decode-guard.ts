@@ -110,15 +110,18 @@ export class DecodeGuard {
     return limit
   }
 
-  /** True when `tpotMs` is over the TPOT objective of `className` (false without one). */
-  misses(className: string, tpotMs: number): boolean {
+  /**
+   * An admitted stream of `className` decoded at `tpotMs` per token: in all (`final`), or so
+   * far. A final figure always teaches the class's margin; one so far only when it already
+   * misses (a stream on track may still slow). True when it taught (the stream is judged).
+   */
+  judgeTpot(className: string, tpotMs: number, final: boolean): boolean {
     const o = this.objectives.get(className)
-    return o !== undefined && tpotMs > o.tpotMs
-  }
-
-  /** An admitted stream of `className` decoded at `tpotMs` per token (so far, or in all): its margin learns. */
-  observeTpot(className: string, tpotMs: number): void {
-    this.objectives.get(className)?.margin.observe(this.misses(className, tpotMs))
+    if (o === undefined) return final
+    const missed = tpotMs > o.tpotMs
+    if (!missed && !final) return false
+    o.margin.observe(missed)
+    return true
   }
 
   /** The TPOT margin of `className` now; undefined for a class with no TPOT objective. */

@@ -254,14 +254,9 @@ export class EndpointGates {
     return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs, joined)
   }
 
-  /** An admitted stream of `className` decoded at `tpotMs` per token (so far, or in all): its TPOT margin learns. */
-  observeTpot(className: string, tpotMs: number): void {
-    this.guard.observeTpot(className, tpotMs)
-  }
-
-  /** True when `tpotMs` per token is over the TPOT objective of `className`. */
-  tpotMisses(className: string, tpotMs: number): boolean {
-    return this.guard.misses(className, tpotMs)
+  /** A stream's TPOT, in all or so far, for its class's TPOT margin (DecodeGuard.judgeTpot). */
+  judgeTpot(className: string, tpotMs: number, final: boolean): boolean {
+    return this.guard.judgeTpot(className, tpotMs, final)
   }
 
   /** The TPOT margin of `className` (undefined without a TPOT objective). */

@@ -33,7 +33,7 @@ export function learnFromOutcome(w: Waiting, predictor: PoolPredictor, gates: En
   // and the SLO verdict count it, teaches its class's TPOT margin
   const tpotS = w.tpotJudged ? undefined : measure(t).tpotS
   w.tpotJudged = true
-  if (tpotS !== undefined) gates.observeTpot(w.className, tpotS * 1000)
+  if (tpotS !== undefined) gates.judgeTpot(w.className, tpotS * 1000, true)
   // the mean prefill work of a request (what one waiting at a server costs): its prompt,
   // less the share expected in the prefix cache
   const share = w.computeTokens === undefined || w.promptTokens <= 0 ? 1 : w.computeTokens / w.promptTokens

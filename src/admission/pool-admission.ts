@@ -202,14 +202,9 @@ export class PoolAdmission {
     return new AdmittedLease(lease, w, this, uncount)
   }
 
-  /** A stream of `className` decoded at `tpotMs` per token (so far, or in all): its TPOT margin learns. */
-  observeTpot(className: string, tpotMs: number): void {
-    this.gates.observeTpot(className, tpotMs)
-  }
-
-  /** True when `tpotMs` per token is over the TPOT objective of `className`. */
-  tpotMisses(className: string, tpotMs: number): boolean {
-    return this.gates.tpotMisses(className, tpotMs)
+  /** A stream's TPOT, in all or so far, for its class's TPOT margin (DecodeGuard.judgeTpot). */
+  judgeTpot(className: string, tpotMs: number, final: boolean): boolean {
+    return this.gates.judgeTpot(className, tpotMs, final)
   }
 
   /** The decode guard's TPOT margin of `className` in this pool (undefined without a TPOT objective). */

@@ -104,12 +104,9 @@ export class AdmittedLease implements Lease {
     const w = this.w
     w.gapSumMs += gapMs
     w.gaps++
-    if (w.gaps !== TPOT_JUDGED_AFTER_GAPS || w.tpotJudged) return
     // a miss so far is taught now; a stream on track is judged whole, at its end
-    const soFar = w.gapSumMs / w.gaps
-    if (!this.owner.tpotMisses(w.className, soFar)) return
-    w.tpotJudged = true
-    this.owner.observeTpot(w.className, soFar)
+    if (w.gaps === TPOT_JUDGED_AFTER_GAPS && !w.tpotJudged)
+      w.tpotJudged = this.owner.judgeTpot(w.className, w.gapSumMs / w.gaps, false)
   }
 
   ended(_t: Ticket, result: EndpointResult | undefined): void {

@@ -38,21 +38,21 @@ describe('DecodeGuard', () => {
     stream(g, clock, 'a', 40, 6)
     expect(g.allows('interactive', 'a')).toBe(true)
     // ten streams missed: each widens it by 0.02 x (1 - 0.005)
-    for (let i = 0; i < 10; i++) g.observeTpot('interactive', 55)
+    for (let i = 0; i < 10; i++) g.judgeTpot('interactive', 55, true)
     expect(g.margin('interactive')).toBeCloseTo(0.299, 9)
     expect(g.limitMs('interactive')).toBeCloseTo(35.05, 9)
     expect(g.limitMs('batch')).toBeCloseTo(35.05, 9) // batch holds for interactive's objective
     expect(g.allows('interactive', 'a')).toBe(false) // 40 ms is now over the limit
     expect(g.allows('batch', 'a')).toBe(false)
-    for (let i = 0; i < 200; i++) g.observeTpot('interactive', 30) // met: narrows by 0.02 x 0.005 each
+    for (let i = 0; i < 200; i++) g.judgeTpot('interactive', 30, true) // met: narrows by 0.02 x 0.005 each
     expect(g.margin('interactive')).toBeCloseTo(0.279, 9)
-    g.observeTpot('batch', 10_000) // no objective: nothing to learn
+    g.judgeTpot('batch', 10_000, true) // no objective: nothing to learn
     expect(g.margins()).toEqual({ interactive: 0.279 })
   })
 
   it('keeps the configured margin with a miss target of 0', () => {
     const g = new DecodeGuard(classes, 0.1, 200, new ManualClock(), 0)
-    for (let i = 0; i < 10; i++) g.observeTpot('interactive', 500)
+    for (let i = 0; i < 10; i++) g.judgeTpot('interactive', 500, true)
     expect(g.limitMs('interactive')).toBeCloseTo(45, 9)
   })
 
