@@ -11,6 +11,7 @@ import {
   chatUpstream,
   type GatewayProcess,
   startGatewayProcess,
+  untilReady,
 } from '../../helpers/gateway-process.js'
 import { type FakeUpstream, sleep } from '../../helpers/upstream.js'
 
@@ -29,6 +30,8 @@ const NEW = 'sk-new-key'
 beforeAll(async () => {
   up = await chatUpstream()
   gw = await startGatewayProcess(config([{ id: 'acme', api_keys: [hashKey(OLD)], limits: { rpm: 6000 } }]))
+  // ready: its first scrape of the upstream is in, so no request is refused as having no backend
+  await untilReady(gw.adminUrl)
 })
 
 afterAll(async () => {
