@@ -113,6 +113,9 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
   const tokens = deps.tokens ?? new TokenEstimator()
   const limiter = deps.limiter ?? tenantLimiter(config.limits, { clock: deps.clock, logger: deps.logger })
   if (deps.limiter === undefined) app.addHook('onClose', () => limiter.close())
+  const accounting = new Accounting(deps.recorder, deps.logger)
+  // the last shed summary is written at close, not lost with its unref'd timer
+  app.addHook('onClose', async () => accounting.flush())
   const pipeline = new Pipeline({
     backends: deps.backends,
     admission: deps.admission ?? new PassThrough(),
@@ -124,7 +127,7 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
     tenants: deps.tenants ?? TenantDirectory.fromConfig(config),
     limiter,
     limits: config.limits,
-    observers: [tokens, ...(deps.observers ?? []), new Accounting(deps.recorder, deps.logger)],
+    observers: [tokens, ...(deps.observers ?? []), accounting],
   })
   const handlers = routeHandlers(pipeline)
   const guard = installOverloadGuard(app, pipeline, config.server.shed_event_loop_delay_ms)

@@ -68,15 +68,24 @@ export class Accounting implements ExchangeObserver {
   /** Shed as overloaded since the last summary line. */
   private shed = 0
   private shedSince = 0
+  private shedTimer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly recorder: RequestRecorder,
     private readonly logger: Logger,
   ) {}
 
+  /** Writes the shed summary now, if requests were shed since the last one (at close: the line is not lost). */
+  flush(): void {
+    clearTimeout(this.shedTimer)
+    this.shedTimer = undefined
+    if (this.shed > 0) this.logShed()
+  }
+
   private logShed(): void {
     const n = this.shed
     this.shed = 0
+    this.shedTimer = undefined
     this.logger.warn(
       { shed: n, windowMs: Math.round(performance.now() - this.shedSince), error: 'GW_ERR_OVERLOADED' },
       'requests shed as overloaded (the event loop is behind; each is counted in slo_gateway_rejected_total)',
@@ -95,7 +104,7 @@ export class Accounting implements ExchangeObserver {
     if (t.errorCode === 'GW_ERR_OVERLOADED') {
       if (this.shed++ === 0) {
         this.shedSince = performance.now()
-        setTimeout(() => this.logShed(), SHED_LOG_MS).unref()
+        this.shedTimer = setTimeout(() => this.logShed(), SHED_LOG_MS).unref()
       }
       return
     }

@@ -94,4 +94,16 @@ describe('the request log line', () => {
     await new Promise((r) => setTimeout(r, SHED_LOG_MS + 100))
     expect(lines.filter((l) => l.error === 'GW_ERR_OVERLOADED').map((l) => l.shed)).toEqual([500, 1])
   })
+
+  it('writes the pending shed summary at flush (the gateway closing), once', async () => {
+    const { acc, lines } = accounting({ record() {} })
+    acc.flush() // nothing shed: no line
+    for (let i = 0; i < 3; i++) acc.ended(ticket(0, { outcome: 'rejected', errorCode: 'GW_ERR_OVERLOADED' }))
+    acc.flush()
+    await new Promise((r) => setImmediate(r))
+    expect(lines.filter((l) => l.error === 'GW_ERR_OVERLOADED').map((l) => l.shed)).toEqual([3])
+    // the window's timer was cleared: no second line when it would have fired
+    await new Promise((r) => setTimeout(r, SHED_LOG_MS + 100))
+    expect(lines.filter((l) => l.error === 'GW_ERR_OVERLOADED')).toHaveLength(1)
+  })
 })
