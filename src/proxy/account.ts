@@ -78,7 +78,6 @@ export class Accounting implements ExchangeObserver {
   /** Writes the shed summary now, if requests were shed since the last one (at close: the line is not lost). */
   flush(): void {
     clearTimeout(this.shedTimer)
-    this.shedTimer = undefined
     if (this.shed > 0) this.logShed()
   }
 
