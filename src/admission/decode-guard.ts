@@ -53,6 +53,11 @@ class ItlMeter {
     this.start = now
   }
 
+  /** When the window now open can close: at its first gap once it has lasted `windowMs`, ms from `now`. */
+  closesInMs(now: number, windowMs: number): number {
+    return Math.max(0, this.start + windowMs - now)
+  }
+
   /** Adds one gap; true when it closed a window (the value changed). */
   record(gapMs: number, now: number, windowMs: number): boolean {
     this.sum += gapMs
@@ -153,6 +158,19 @@ export class DecodeGuard {
     const m = this.meters.get(endpoint)
     if (m === undefined || this.clock.now() - m.closedAt > 2 * this.windowMs) return undefined
     return m.value
+  }
+
+  /**
+   * When `endpoint` may open again for a class it is closed to: when its window now open
+   * closes (at its first gap past the window's length, so at least one gap from now), with
+   * a new mean. The earliest time it can: a window whose mean is still over the limit keeps
+   * it closed for one more.
+   */
+  reopenInMs(endpoint: string): number {
+    const m = this.meters.get(endpoint)
+    if (m === undefined) return 0
+    const now = this.clock.now()
+    return Math.max(m.closesInMs(now, this.windowMs), this.itl(endpoint) ?? 0)
   }
 
   /** True when `className` may add a request to `endpoint`'s running batch now. */

@@ -73,7 +73,6 @@ export class EndpointGates {
   private readonly tightestTtftMs: number | undefined
   /** The facts of an endpoint that has none (a stand-in): the priors. */
   private readonly standIn: BudgetFacts
-  private readonly itlWindowMs: number
   private readonly clock: Clock
 
   constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock, priors: Fact) {
@@ -89,7 +88,6 @@ export class EndpointGates {
       stepTokens: () => ({ value: DEFAULT_PREFILL_BUDGET, source: 'default_prior' }),
       prefillTokensPerS: () => priors,
     }
-    this.itlWindowMs = cfg.itl_window_ms
     this.guard = new DecodeGuard(
       Object.entries(classes).map(([name, c]) => ({ name, priority: c.priority, tpotMs: c.slo.tpot_ms })),
       cfg.margin,
@@ -152,8 +150,8 @@ export class EndpointGates {
 
   /**
    * When `v` is expected to open for this request (0: it is open now): the prefill budget
-   * when its pending prompts have their first tokens, the decode guard when its window
-   * closes, headroom (a batch slot, KV room) when `slotFreeInMs` says a request there ends.
+   * when its pending prompts have their first tokens, the decode guard when its ITL window
+   * now open closes, headroom (a batch slot, KV room) when `slotFreeInMs` says a request there ends.
    * Each gate that is closed must open: the latest of them.
    */
   reopenInMs(
@@ -171,7 +169,7 @@ export class EndpointGates {
     if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }
-    if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.itlWindowMs)
+    if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.guard.reopenInMs(v.name))
     if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {
       ms = Math.max(ms, slotFreeInMs(v.name))
     }

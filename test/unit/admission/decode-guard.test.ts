@@ -50,6 +50,17 @@ describe('DecodeGuard', () => {
     expect(g.margins()).toEqual({ interactive: 0.279 })
   })
 
+  it('expects a closed endpoint to reopen when the window now open closes, a gap from now at least', () => {
+    const clock = new ManualClock()
+    const g = new DecodeGuard(classes, 0.1, 200, clock)
+    expect(g.reopenInMs('a')).toBe(0) // nothing measured
+    stream(g, clock, 'a', 60, 5) // the first window (from the first gap, at 60) closed at 300
+    expect(g.allows('interactive', 'a')).toBe(false)
+    expect(g.reopenInMs('a')).toBe(200) // the window opened at 300 lasts until 500
+    stream(g, clock, 'a', 60, 3) // now 480
+    expect(g.reopenInMs('a')).toBe(60) // 20 ms left, but its next gap is 60 away
+  })
+
   it('keeps the configured margin with a miss target of 0', () => {
     const g = new DecodeGuard(classes, 0.1, 200, new ManualClock(), 0)
     for (let i = 0; i < 10; i++) g.judgeTpot('interactive', 500, true)
