@@ -32,6 +32,10 @@ import type { EndpointScorer, EndpointView, PickRequest, PoolLoad } from './type
 export const DECISIONS = ['affinity', 'session', 'saturated', 'load', 'none'] as const
 export type Decision = (typeof DECISIONS)[number]
 
+/** Why an endpoint lost its affinity: admission's gate closed it, or which saturation test. */
+export const OVERRIDES = ['gate', 'load_ratio', 'slots', 'kv'] as const
+export type Override = (typeof OVERRIDES)[number]
+
 const EPS = 1e-9
 
 type Options = Pick<
@@ -44,6 +48,8 @@ export class PrefixAffinityScorer implements EndpointScorer {
   readonly readsPrefix = true
   readonly sessions: SessionTable
   readonly decisions: Record<Decision, number> = { affinity: 0, session: 0, saturated: 0, load: 0, none: 0 }
+  /** The `saturated` decisions by why the endpoint holding the most lost its affinity. */
+  readonly overrides: Record<Override, number> = { gate: 0, load_ratio: 0, slots: 0, kv: 0 }
 
   constructor(private readonly o: Options) {
     this.sessions = new SessionTable(o.max_sessions)
@@ -63,17 +69,22 @@ export class PrefixAffinityScorer implements EndpointScorer {
    * ceil(ratio × (in flight + 1) / candidates)).
    */
   saturated(view: EndpointView, tokens: number, pool?: PoolLoad): boolean {
+    return this.saturatedBy(view, tokens, pool) !== undefined
+  }
+
+  /** Which saturation test the endpoint fails (the first), or undefined. */
+  saturatedBy(view: EndpointView, tokens: number, pool?: PoolLoad): Override | undefined {
     const e = view.effective
     if (pool !== undefined && pool.endpoints > 1) {
       const bound = Math.ceil((this.o.max_load_ratio * (pool.inflightRequests + 1)) / pool.endpoints)
-      if (e.inflightRequests + 1 > bound) return true
+      if (e.inflightRequests + 1 > bound) return 'load_ratio'
     }
     const slots = view.capacity.maxNumSeqs ?? DEFAULT_BATCH_SLOTS
-    if (Math.max(e.inflightRequests, e.running) / slots >= this.o.saturation) return true
-    if (e.kvUsage === undefined) return false
+    if (Math.max(e.inflightRequests, e.running) / slots >= this.o.saturation) return 'slots'
+    if (e.kvUsage === undefined) return undefined
     const cap = e.kvCapacityTokens
     const k = cap !== undefined && cap > 0 ? e.kvUsage + Math.max(0, tokens) / cap : e.kvUsage
-    return k >= this.o.saturation
+    return k >= this.o.saturation ? 'kv' : undefined
   }
 
   /** The share of the prompt the endpoint holds (0..1), saturation aside; `session`: by its session. */
@@ -115,18 +126,18 @@ export class PrefixAffinityScorer implements EndpointScorer {
     if (request === undefined) return 'none'
     const pool = poolLoad(candidates)
     let best = 0
-    let bestBlocked = false
+    let why: Override | undefined // why the best was off (undefined: one of the best was open)
     for (const [views, blocked] of [
       [candidates, false],
       [excluded, true],
     ] as const) {
       for (const v of views) {
         const share = this.affinity(v, request).share
-        const off = blocked || this.saturated(v, tokens, pool)
+        const off = blocked ? 'gate' : this.saturatedBy(v, tokens, pool)
         if (share > best + EPS) {
           best = share
-          bestBlocked = off
-        } else if (share >= best - EPS && share > 0) bestBlocked &&= off // one of the best was open
+          why = off
+        } else if (share >= best - EPS && share > 0 && off === undefined) why = undefined
       }
     }
     if (best <= 0) return 'none'
@@ -134,7 +145,9 @@ export class PrefixAffinityScorer implements EndpointScorer {
       ? { share: 0, session: false }
       : this.affinity(chosen, request)
     if (own.share >= best - EPS) return own.session ? 'session' : 'affinity'
-    return bestBlocked ? 'saturated' : 'load'
+    if (why === undefined) return 'load'
+    this.overrides[why]++
+    return 'saturated'
   }
 
   state(): object {
@@ -145,6 +158,7 @@ export class PrefixAffinityScorer implements EndpointScorer {
       sessionAffinity: this.o.session_affinity,
       sessions: this.sessions.size,
       decisions: { ...this.decisions },
+      saturatedBy: { ...this.overrides },
     }
   }
 }

@@ -145,6 +145,7 @@ describe('prefix-affinity scorer', () => {
     p.load[home]!.kvUsage = 0.3
     expect(p.send(nextTurn(convs[0]!, 1999))).toBe(moved)
     expect(s.decisions.saturated).toBe(1)
+    expect(s.overrides.kv).toBe(1)
   })
 
   it('moves it when admission closes its replica (no headroom), and when that replica holds far more than its share', () => {
@@ -167,6 +168,8 @@ describe('prefix-affinity scorer', () => {
     for (const [i, l] of p.load.entries()) l.inflightRequests = i === home ? 20 : 1
     expect(p.send(nextTurn(convs[1]!, 700))).not.toBe(home)
     expect(s.decisions.saturated).toBe(2)
+    // why each lost its affinity: admission's gate, then its share of the load
+    expect(s.overrides).toEqual({ gate: 1, load_ratio: 1, slots: 0, kv: 0 })
   })
 
   it('weighs load against affinity: a replica with a queue loses a partial match to an idle one', () => {
