@@ -74,6 +74,8 @@ export interface ReportFacts {
   readonly routing: string | undefined
   readonly scale: number
   readonly durationS: number
+  /** Model seconds of load before the measured window, not judged. */
+  readonly warmupS: number
   readonly rate: number
   /** The least-wait runs that measured 1× (empty when --rate gave it). */
   readonly calibration: readonly RunResult[]
@@ -96,8 +98,11 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
         `${fmt(f.wallS, 0)} s wall.`,
       `Simulator profile \`${f.profile}\` (prefix caching on), time scale ${f.scale}: all times and rates below are model time.`,
       `prefix-affinity with the shipped weights${f.routing === undefined ? '' : ` and ${f.routing}`}.`,
-      `Each run: fresh simulator and gateway processes (cold caches), ${f.durationS} s of open-loop Poisson load from`,
-      "`slo-gateway bench`'s machinery (src/loadgen), then the requests still running are let finish.",
+      `Each run: fresh simulator and gateway processes (cold caches), open-loop Poisson load from`,
+      "`slo-gateway bench`'s machinery (src/loadgen): a warm-up of " +
+        `${f.warmupS} s (chat: ${Math.min(f.warmupS, 10)} s), not judged, in which conversations grow to their steady depth and the caches fill,`,
+      `then ${f.durationS} s measured (the requests due in it are judged; the hit rate and the routing decisions are the counters' change over it),`,
+      'then the requests still running are let finish.',
       `Workloads: \`config/workloads/${f.workload}.yaml\` (${f.description}; each request sends its conversation's whole history)`,
       'and `config/workloads/chat.yaml` (unique prompts: no shared prefix), at half the rate.',
       `1× = ${fmt(f.rate, 1)} req/s on ${f.replicas} replicas${f.calibration.length > 0 ? ": least-wait's max goodput on the workload (the highest rate keeping 90% of offered requests within both objectives), measured first (below)" : ' (given by --rate, not measured)'}; the single-replica row runs the same workload at 1/${f.replicas} of it.`,
@@ -165,7 +170,7 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
   if (f.calibration.length > 0) {
     report.heading('1×: the search for least-wait’s max goodput')
     report.paragraph(
-      `Runs of ${f.calibrationS} model s each, least-wait on ${f.replicas} replicas, from --rate-guess up or down by 1.5, then bisected to 10%.`,
+      `Runs of ${f.calibrationS} model s each after the same warm-up, least-wait on ${f.replicas} replicas, from --rate-guess up or down by 1.5, then bisected to 10%.`,
     )
     report.table(
       ['rate req/s', 'attainment', 'goodput/s', 'TTFT p50 ms', 'TTFT p99 ms', 'hit rate'],

@@ -52,7 +52,10 @@ const USAGE = `Usage: npm run bench:prefix -- [options]
   --calibrate-duration S  model seconds of load per run of that search (default 20)
   --levels LIST    load levels, multiples of --rate (default 1,2)
   --scale S        time scale (default 3; --quick 2)
-  --duration S     model seconds of load per run (default 60; --quick 8)
+  --duration S     model seconds of load per run, measured (default 60; --quick 8)
+  --warmup S       model seconds of load before it, not judged (default 90; --quick 10): the
+                   conversations grow to their steady depth, and the caches fill, as in a service
+                   that has been running; chat (unique prompts) gets at most 10
   --replicas N     replicas in the pool (default 4)
   --profile P      simulator profile (default llama-3.1-70b-h100-tp4)
   --routing JSON   more routing keys for the prefix-affinity runs, e.g. '{"prefix_weight":4}'
@@ -90,6 +93,43 @@ function labelled(metrics: string, name: string, label: string): Record<string, 
   return out
 }
 
+interface Counters {
+  /** The engines' prefix-cache hits and queries (tokens), summed over the replicas. */
+  readonly hits: number
+  readonly queries: number
+  /** The gateway's routing decisions so far, by decision. */
+  readonly decisions: Record<string, number>
+  /** Prompt tokens the gateway predicted cached where it sent them, and all it sent (prefix-aware). */
+  readonly predictedHitTokens: number
+  readonly promptTokens: number
+}
+
+const EMPTY_COUNTERS: Counters = {
+  hits: 0,
+  queries: 0,
+  decisions: {},
+  predictedHitTokens: 0,
+  promptTokens: 0,
+}
+
+async function counters(urls: readonly string[], adminUrl: string): Promise<Counters> {
+  let hits = 0
+  let queries = 0
+  for (const u of urls) {
+    const m = await text(`${u}/metrics`)
+    hits += sample(m, 'vllm:prefix_cache_hits_total')
+    queries += sample(m, 'vllm:prefix_cache_queries_total')
+  }
+  const gm = await text(`${adminUrl}/metrics`)
+  return {
+    hits,
+    queries,
+    decisions: labelled(gm, 'slo_gateway_prefix_routing_total', 'decision'),
+    predictedHitTokens: labelled(gm, 'slo_gateway_prefix_predicted_hit_tokens_total', 'pool').sim ?? 0,
+    promptTokens: labelled(gm, 'slo_gateway_prefix_prompt_tokens_total', 'pool').sim ?? 0,
+  }
+}
+
 /** The workload file with its objectives in wall time (× scale). */
 function scaled(w: Workload, scale: number): Workload {
   const t = (v: number | undefined) => (v === undefined ? undefined : v * scale)
@@ -108,7 +148,16 @@ function scaled(w: Workload, scale: number): Workload {
 
 async function runOne(
   spec: RunSpec,
-  o: { scale: number; durationS: number; profile: string; seed: number; drainMs: number; routing?: string },
+  o: {
+    scale: number
+    durationS: number
+    /** Model seconds of load before the measured window (conversations grow to their steady depth). */
+    warmupS: number
+    profile: string
+    seed: number
+    drainMs: number
+    routing?: string
+  },
 ): Promise<RunResult> {
   const children: Child[] = []
   try {
@@ -154,6 +203,16 @@ async function runOne(
     const wallRate = (spec.rate * spec.level) / o.scale
     const table = (s: Parameters<typeof tableKey>[1]) => loaded.tables.get(tableKey(loaded.file, s)) ?? []
     const client = new Pool(gw.info.url as string, { connections: 4096, headersTimeout: 0, bodyTimeout: 0 })
+    const warmupMs = o.warmupS * o.scale * 1000
+    // the engines' and the gateway's counters where the measured window starts
+    let atWarmup: Promise<Counters> = Promise.resolve(EMPTY_COUNTERS)
+    const timer =
+      warmupMs > 0
+        ? setTimeout(() => {
+            atWarmup = counters(urls, adminUrl)
+            atWarmup.catch(() => {})
+          }, warmupMs)
+        : undefined
     const result = await runBench({
       client,
       plan: new RequestPlan(w, table, wallRate, o.seed),
@@ -169,31 +228,36 @@ async function runOne(
       classNames: w.classes.map((c) => c.name),
       tenantNames: [],
       mode: { rate: wallRate },
-      durationMs: o.durationS * o.scale * 1000,
+      durationMs: (o.warmupS + o.durationS) * o.scale * 1000,
       drainMs: o.drainMs,
     })
+    clearTimeout(timer)
     await client.close()
     const slos = new Map(w.classes.map((c) => [c.name, c.slo]))
-    const summary = summarizeRun(result.records, slos, result.elapsedMs)
+    // judged: the requests due in the measured window, after the warm-up
+    const measured = result.records.filter((r) => r.dueMs >= warmupMs)
+    const summary = summarizeRun(measured, slos, result.elapsedMs)
     const cls = summary.classes[0]
-    let hits = 0
-    let queries = 0
-    for (const u of urls) {
-      const m = await text(`${u}/metrics`)
-      hits += sample(m, 'vllm:prefix_cache_hits_total')
-      queries += sample(m, 'vllm:prefix_cache_queries_total')
+    const start = await atWarmup
+    const end = await counters(urls, adminUrl)
+    const st = JSON.parse(await text(`${adminUrl}/admin/state`)) as {
+      backends?: { pools?: { routing?: { saturatedBy?: Record<string, number> } }[] }
     }
-    const gm = await text(`${adminUrl}/metrics`)
-    const ratio = labelled(gm, 'slo_gateway_prefix_predicted_hit_ratio', 'pool')
+    const saturatedBy = st.backends?.pools?.[0]?.routing?.saturatedBy
+    if (saturatedBy !== undefined) log(`  saturated picks by why (whole run, warm-up included): ${JSON.stringify(saturatedBy)}`)
+    const hits = end.hits - start.hits
+    const queries = end.queries - start.queries
+    const decisions: Record<string, number> = {}
+    for (const [k, v] of Object.entries(end.decisions)) decisions[k] = v - (start.decisions[k] ?? 0)
     const perBackend = new Map<string, number>()
-    for (const r of result.records) {
+    for (const r of measured) {
       const b = r.headers['x-gateway-backend']
       if (b !== undefined) perBackend.set(b, (perBackend.get(b) ?? 0) + 1)
     }
     const routed = [...perBackend.values()].reduce((a, b) => a + b, 0)
     return {
       spec,
-      sent: result.records.length,
+      sent: measured.length,
       hitRate: queries > 0 ? hits / queries : Number.NaN,
       ttftP50: (cls?.ttftMs.p50 ?? Number.NaN) / o.scale,
       ttftP99: (cls?.ttftMs.p99 ?? Number.NaN) / o.scale,
@@ -201,8 +265,11 @@ async function runOne(
       goodputRps: (cls?.good ?? 0) / o.durationS,
       attainment: cls?.attainmentOffered ?? 0,
       refused: cls?.refused ?? 0,
-      predictedHit: ratio.sim,
-      decisions: labelled(gm, 'slo_gateway_prefix_routing_total', 'decision'),
+      predictedHit:
+        end.promptTokens > start.promptTokens
+          ? (end.predictedHitTokens - start.predictedHitTokens) / (end.promptTokens - start.promptTokens)
+          : undefined,
+      decisions,
       spread: [...perBackend.keys()].sort().map((k) => (perBackend.get(k) ?? 0) / Math.max(1, routed)),
     }
   } finally {
@@ -221,6 +288,7 @@ async function main(): Promise<void> {
       levels: { type: 'string' },
       scale: { type: 'string' },
       duration: { type: 'string' },
+      warmup: { type: 'string' },
       replicas: { type: 'string', default: '4' },
       profile: { type: 'string', default: 'llama-3.1-70b-h100-tp4' },
       seed: { type: 'string', default: '1' },
@@ -246,12 +314,14 @@ async function main(): Promise<void> {
   const scale = num('scale', values.scale ?? (values.quick ? '2' : '3'), (x) => x > 0)
   const replicas = num('replicas', values.replicas, (x) => Number.isInteger(x) && x >= 2)
   const durationS = num('duration', values.duration ?? (values.quick ? '8' : '60'), (x) => x > 0)
+  const warmupS = num('warmup', values.warmup ?? (values.quick ? '10' : '90'), (x) => x >= 0)
   const levels = (values.levels ?? (values.quick ? '1' : '1,2'))
     .split(',')
     .map((s) => num('levels', s, (x) => x > 0))
   const o = {
     scale,
     durationS,
+    warmupS,
     profile: values.profile,
     seed: Number(values.seed),
     drainMs: (values.quick ? 5_000 : 20_000) * scale,
@@ -300,7 +370,8 @@ async function main(): Promise<void> {
     log(
       `${spec.workload}, ${spec.replicas} replica(s), ${spec.scorer}, ${spec.level}× of ${fmt(spec.rate, 1)}/s`,
     )
-    const r = await runOne(spec, o)
+    // unique prompts need no time to grow: a short warm-up (JIT, connections, the estimator)
+    const r = await runOne(spec, spec.workload === 'chat' ? { ...o, warmupS: Math.min(warmupS, 10) } : o)
     log(
       `  sent ${r.sent}, hit ${pct(r.hitRate)}, TTFT p50 ${fmt(r.ttftP50, 0)} p99 ${fmt(r.ttftP99, 0)} ms, goodput ${fmt(r.goodputRps, 2)}/s`,
     )
@@ -316,6 +387,7 @@ async function main(): Promise<void> {
     routing: o.routing,
     scale,
     durationS,
+    warmupS,
     rate,
     calibration,
     calibrationS: calibrateS,
