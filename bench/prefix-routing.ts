@@ -244,7 +244,8 @@ async function runOne(
       backends?: { pools?: { routing?: { saturatedBy?: Record<string, number> } }[] }
     }
     const saturatedBy = st.backends?.pools?.[0]?.routing?.saturatedBy
-    if (saturatedBy !== undefined) log(`  saturated picks by why (whole run, warm-up included): ${JSON.stringify(saturatedBy)}`)
+    if (saturatedBy !== undefined)
+      log(`  saturated picks by why (whole run, warm-up included): ${JSON.stringify(saturatedBy)}`)
     const hits = end.hits - start.hits
     const queries = end.queries - start.queries
     const decisions: Record<string, number> = {}

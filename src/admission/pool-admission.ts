@@ -11,10 +11,11 @@
  * request teaches (outcome-learning.ts).
  */
 import { priorsFrom } from '../backends/engine-facts.js'
-import type { BackendPool, Endpoint, Lease } from '../backends/types.js'
+import type { BackendPool, Endpoint, EndpointView, Lease } from '../backends/types.js'
 import type { Clock, TimerClock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
+import { cacheHoldMs } from './cache-hold.js'
 import { ClassQueues } from './class-queues.js'
 import { DeadlineTimer } from './deadline-timer.js'
 import { SHED_INTERVAL_MS } from './early-refusal.js'
@@ -58,6 +59,8 @@ export class PoolAdmission {
   private pumpScheduled = false
   private lastShedAt = Number.NEGATIVE_INFINITY
   private closed = false
+  /** Until when the head of a queue is held for the endpoint caching its prompt (cache-hold.ts). */
+  private holdUntil: number | undefined = undefined
 
   /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
   private readonly timers: TimerClock | undefined
@@ -137,11 +140,13 @@ export class PoolAdmission {
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
       const open = this.gates.open(w.className, w.kvTokens, w.promptTokens, false, computeAt)
-      const lease = this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
+      const holdMs = this.holdMs(w, open)
+      const lease = holdMs > 0 ? undefined : this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
         return this.start(w, lease, 0)
       }
+      if (holdMs > 0) this.hold(holdMs)
     }
     const r = this.queues.enqueue(w, {
       class: w.className,
@@ -245,6 +250,7 @@ export class PoolAdmission {
   pump(): void {
     if (this.pumping || this.closed) return
     this.pumping = true
+    this.holdUntil = undefined
     try {
       let progressed = true
       while (progressed && this.queues.size > 0) {
@@ -255,17 +261,17 @@ export class PoolAdmission {
           // A class served under its floor skips the decode guard (nothing waits forever on a
           // guard the classes above keep closed), not the other gates.
           const floor = this.queues.underFloor(name)
-          const lease = this.pool.acquire(
+          const open = this.gates.open(
+            name,
             head.kvTokens,
-            this.gates.open(
-              name,
-              head.kvTokens,
-              head.promptTokens,
-              floor,
-              this.prefix.computeAt(head.blocks, head.promptTokens),
-            ),
-            this.prefix.hint(head),
+            head.promptTokens,
+            floor,
+            this.prefix.computeAt(head.blocks, head.promptTokens),
           )
+          const holdMs = this.holdMs(head, open)
+          if (holdMs > 0) this.hold(holdMs)
+          const lease =
+            holdMs > 0 ? undefined : this.pool.acquire(head.kvTokens, open, this.prefix.hint(head))
           // Strict priority: when the first class with work cannot go, nothing below it goes;
           // a class due under its floor holds the line the same way until it fits (its share
           // is a guarantee, and a large prompt would otherwise never find the prefill budget
@@ -301,7 +307,39 @@ export class PoolAdmission {
   }
 
   private armTimer(): void {
-    this.timer.arm(this.queues.nextDeadline())
+    const deadline = this.queues.nextDeadline()
+    const hold = this.holdUntil
+    this.timer.arm(hold === undefined || (deadline !== undefined && deadline < hold) ? deadline : hold)
+  }
+
+  /**
+   * With prefix routing: how long to hold `w` for the endpoint that caches its prompt while
+   * the gates close that one to it (cache-hold.ts); 0: dispatch it now where it can go.
+   */
+  private holdMs(w: Waiting, open: (v: EndpointView) => boolean): number {
+    const blocks = w.blocks
+    if (!this.prefix.routes || !this.prefix.enabled || blocks === undefined) return 0
+    const views = this.pool.views()
+    // every endpoint open (most of the time below capacity): nothing to hold for
+    if (views.length < 2 || views.every(open)) return 0
+    const computeAt = this.prefix.computeAt(blocks, w.promptTokens)
+    const now = this.clock.now()
+    const ms = cacheHoldMs({
+      views,
+      open,
+      home: this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w)),
+      cachedAt: (v) => v.prefixCache?.expectedHit(blocks, w.promptTokens).cached ?? 0,
+      reopenInMs: (v) => this.predictor.reopenInMs(v, w.className, w.kvTokens, w.promptTokens, computeAt),
+      msPerToken: this.estimator.msPerPromptToken(),
+      heldMs: w.heldSince === undefined ? 0 : now - w.heldSince,
+    })
+    if (ms > 0) w.heldSince ??= now
+    return ms
+  }
+
+  /** Holds the head of the queues for `ms` (the dispatcher runs again then, or when a gate opens). */
+  private hold(ms: number): void {
+    this.holdUntil = this.clock.now() + ms
   }
 
   private onDeadline(): void {

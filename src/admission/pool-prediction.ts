@@ -5,12 +5,12 @@
  * mean prompt of a request waiting at a server is the one thing it learns (learnPrompt).
  */
 import type { PromptBlocks } from '../backends/prefix-index.js'
-import type { BackendPool } from '../backends/types.js'
+import type { BackendPool, EndpointView } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import { GatewayError } from '../errors.js'
 import type { ClassQueues } from './class-queues.js'
 import { shedHopeless } from './early-refusal.js'
-import { type EndpointGates, type GateLimits, kvFits } from './gate.js'
+import { type ComputeAt, type EndpointGates, type GateLimits, kvFits } from './gate.js'
 import type { PrefixAwareness } from './prefix-awareness.js'
 import type { RunningRequests } from './running.js'
 import type { Prediction, ServerView, TtftEstimator } from './ttft-estimator.js'
@@ -145,6 +145,17 @@ export class PoolPredictor {
     }
     if (!Number.isFinite(reopen)) reopen = this.pool.retryAfterMs() // no usable endpoint
     return Math.max(this.estimator.stepMs, drain + reopen)
+  }
+
+  /** When `v` is expected to open for a request of `className` (0: open now; EndpointGates.reopenInMs). */
+  reopenInMs(
+    v: EndpointView,
+    className: string,
+    kvTokens: number,
+    promptTokens: number,
+    computeAt?: ComputeAt,
+  ): number {
+    return this.gates.reopenInMs(v, className, kvTokens, promptTokens, (e) => this.slotFreeInMs(e), computeAt)
   }
 
   /** When the first request running at `endpoint` is expected to end (its step: live, else the prior). */

@@ -165,6 +165,11 @@ export class TtftEstimator {
     return this.serverMs(this.features(0, ownTokens, this.stepPriorMs))
   }
 
+  /** The server time one more prompt token to compute costs, ms (the fitted slope; 0 at least). */
+  msPerPromptToken(): number {
+    return Math.max(0, (this.idleServerMs(1000) - this.idleServerMs(0)) / 1000)
+  }
+
   /** One engine step, ms: the least time after which the servers' state has changed. */
   get stepMs(): number {
     return this.stepPriorMs

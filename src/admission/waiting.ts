@@ -29,6 +29,8 @@ export class Waiting implements Queued {
   owner: PoolAdmission | undefined = undefined
   /** When it was placed in the queue (the pool's clock). */
   queuedAt = 0
+  /** When it was first held for the endpoint caching its prompt (cache-hold.ts), if it was. */
+  heldSince: number | undefined = undefined
   /** Its stream's inter-token gaps so far: their sum (ms) and count. */
   gapSumMs = 0
   gaps = 0

@@ -7,6 +7,7 @@
 import { Registry } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Admission } from '../../../src/admission/admission.js'
+import type { Queued } from '../../../src/admission/face.js'
 import type { AdmittedLease } from '../../../src/admission/waiting.js'
 import { createBackends } from '../../../src/backends/backends.js'
 import { ManualClock } from '../../../src/clock.js'
@@ -32,9 +33,16 @@ afterEach(async () => {
   for (const c of closers.splice(0)) await c()
 })
 
-function setup(scorer: 'least-wait' | 'prefix-affinity') {
+/**
+ * A load bound loose enough for one request in flight: with the default (twice an endpoint's
+ * share) the one endpoint of four busy with one request is over its share, and loses its affinity.
+ */
+const LOOSE = { max_load_ratio: 4 }
+
+function setup(scorer: 'least-wait' | 'prefix-affinity', admissionConfig: object = {}, routing: object = {}) {
   const config = configSchema.parse({
     classes: { interactive: { slo: { ttft_ms: 2_000 } } },
+    admission: admissionConfig,
     backends: {
       pools: [
         {
@@ -42,7 +50,7 @@ function setup(scorer: 'least-wait' | 'prefix-affinity') {
           models: ['m'],
           endpoints: [1, 2, 3, 4].map((i) => `http://127.0.0.1:${i}`),
           fail_open: true,
-          routing: { scorer },
+          routing: { scorer, ...routing },
         },
       ],
     },
@@ -54,7 +62,8 @@ function setup(scorer: 'least-wait' | 'prefix-affinity') {
   const admission = new Admission(config, backends, clock, tokens)
   const pool = backends.pools()[0]!
   const pa = admission.poolAdmission(pool)
-  const send = (messages: Message[], session?: string) => {
+  /** Admits a request: its lease, its place in the queue, or its refusal. */
+  const admit = (messages: Message[], session?: string) => {
     const body = { model: 'm', messages }
     const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
     t.model = 'm'
@@ -65,11 +74,15 @@ function setup(scorer: 'least-wait' | 'prefix-affinity') {
     t.promptChars = size.chars
     t.promptMessages = size.messages
     t.promptTokens = tokens.estimate('m', size.chars, size.messages)
-    const lease = admission.admit(t, body, pool) as AdmittedLease
-    expect(lease.endpoint).toBeDefined() // admitted at once: idle endpoints
-    return { ticket: t, lease }
+    return { ticket: t, admitted: admission.admit(t, body, pool) }
   }
-  return { send, pa, pool }
+  const send = (messages: Message[], session?: string) => {
+    const { ticket, admitted } = admit(messages, session)
+    const lease = admitted as AdmittedLease
+    expect(lease.endpoint).toBeDefined() // admitted at once: idle endpoints
+    return { ticket, lease }
+  }
+  return { send, admit, pa, pool }
 }
 
 function conversation(turns: number, seed: number): Message[] {
@@ -135,5 +148,38 @@ describe('admission with prefix routing', () => {
       .routing
     expect(routing.decisions.session).toBe(9)
     expect(routing.sessions).toBe(3)
+  })
+
+  it('holds a turn for the endpoint caching its history while a short prefill there closes it', async () => {
+    // a prefill budget of 1,000 tokens: a 600-token prompt in prefill leaves no room for the
+    // turn's new 900; the other endpoints, with nothing in prefill, would take the whole turn
+    const { send, admit } = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 }, LOOSE)
+    const first = send(conversation(1, 100), 's')
+    const home = first.lease.endpoint.name
+    first.lease.release('ok')
+    // the same session, an unrelated prompt: it goes to the same endpoint and is in prefill
+    // there for about 45 ms, less than the others would take to compute the history (~120)
+    const blocker = send([{ role: 'user', content: text(2_400, 7) }], 's')
+    expect(blocker.lease.endpoint.name).toBe(home)
+    const turn = admit(conversation(2, 100)).admitted
+    expect('endpoint' in turn).toBe(false) // queued, not sent elsewhere
+    const queued = turn as Queued
+    blocker.lease.prefilled() // the home opens: the dispatcher runs
+    const lease = (await queued.lease) as AdmittedLease
+    expect(lease.endpoint.name).toBe(home)
+    expect((lease.w.computeTokens ?? 0) / lease.w.promptTokens).toBeLessThan(0.5)
+  })
+
+  it('sends the turn elsewhere at once when its endpoint reopens later than the history would be recomputed', () => {
+    const { send, admit } = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 }, LOOSE)
+    const first = send(conversation(1, 100), 's')
+    const home = first.lease.endpoint.name
+    first.lease.release('ok')
+    // 4,000 tokens in prefill at its endpoint: about 215 ms, more than the ~120 a recompute costs
+    const blocker = send([{ role: 'user', content: text(16_000, 7) }], 's')
+    expect(blocker.lease.endpoint.name).toBe(home)
+    const lease = admit(conversation(2, 100)).admitted as AdmittedLease
+    expect(lease.endpoint.name).not.toBe(home)
+    expect(lease.w.computeTokens).toBe(lease.w.promptTokens)
   })
 })

@@ -1,0 +1,58 @@
+/**
+ * Holding a request for the endpoint that caches its prompt (prefix-aware routing only).
+ *
+ * Admission dispatches a request to an endpoint its gates leave open (prefill budget, decode
+ * guard, headroom). Near capacity those gates close and reopen every few engine steps, and
+ * the endpoint holding a conversation's history is often closed for a moment just when its
+ * next turn arrives. Sent to an open endpoint instead, the turn's whole history is prefilled
+ * again there: hundreds of milliseconds of engine time for a long conversation, taken from
+ * every stream that endpoint serves (a longer step for all of them), and the history is then
+ * cached twice. So a request waits for the endpoint the picker would choose with every gate
+ * open (its prefix affinity, the saturation override and the load as routing weighs them)
+ * when that endpoint is expected to open sooner than the open ones would take to compute
+ * what it holds and they do not:
+ *
+ *   hold = reopen(home)   when   held so far + reopen(home) < (cached(home) − max cached(open)) × ms per prompt token
+ *
+ * (a request held before counts its hold so far: holds in a row never cost more than the
+ * recompute they avoid)
+ * else it goes now, where it can. A held request waits in its class's queue, at its head,
+ * as any request the gates hold; it is dispatched when the home opens (the dispatcher runs
+ * when a gate may have opened) or, at the latest, when the hold is over and it is weighed
+ * again. A home the picker overrides (saturated, over its share of the load) is no home:
+ * the request is not held for it.
+ */
+import type { EndpointView } from '../backends/types.js'
+
+export interface HoldInputs {
+  /** Every usable endpoint (the gates aside). */
+  readonly views: readonly EndpointView[]
+  /** The gates: true when the endpoint may take the request now. */
+  readonly open: (v: EndpointView) => boolean
+  /** Where the picker would send it were every endpoint open (undefined: no prefix routing). */
+  readonly home: EndpointView | undefined
+  /** Prompt tokens `v` is expected to serve from its cache. */
+  readonly cachedAt: (v: EndpointView) => number
+  /** When `v` is expected to open for the request, ms from now. */
+  readonly reopenInMs: (v: EndpointView) => number
+  /** The server's cost of one more prompt token to compute, ms. */
+  readonly msPerToken: number
+  /** How long the request has been held already, ms (0: never). */
+  readonly heldMs: number
+}
+
+/** How long to hold the request for its home endpoint, ms; 0: dispatch it now where it can go. */
+export function cacheHoldMs(h: HoldInputs): number {
+  const home = h.home
+  if (home === undefined || !(h.msPerToken > 0)) return 0
+  if (h.open(home)) return 0
+  const homeCached = h.cachedAt(home)
+  if (homeCached <= 0) return 0
+  let openCached = -1
+  for (const v of h.views) if (v !== home && h.open(v)) openCached = Math.max(openCached, h.cachedAt(v))
+  if (openCached < 0) return 0 // nothing is open: it waits anyway
+  const savedMs = (homeCached - openCached) * h.msPerToken
+  if (savedMs <= 0) return 0
+  const wait = h.reopenInMs(home)
+  return wait > 0 && h.heldMs + wait < savedMs ? wait : 0
+}

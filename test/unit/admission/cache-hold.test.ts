@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { cacheHoldMs, type HoldInputs } from '../../../src/admission/cache-hold.js'
+import type { EndpointView } from '../../../src/backends/types.js'
+
+/** Endpoints by name only: cacheHoldMs reads them through the functions it is given. */
+const views = ['a', 'b', 'c'].map((name) => ({ name }) as EndpointView)
+const [a, b, c] = views as [EndpointView, EndpointView, EndpointView]
+
+/** `a` is the home, closed, holding 3,000 of the prompt's tokens; `b` holds 500; 0.1 ms per token. */
+function inputs(over: Partial<HoldInputs> = {}): HoldInputs {
+  const cached = new Map([
+    [a, 3_000],
+    [b, 500],
+    [c, 0],
+  ])
+  return {
+    views,
+    open: (v) => v !== a,
+    home: a,
+    cachedAt: (v) => cached.get(v) ?? 0,
+    reopenInMs: () => 100,
+    msPerToken: 0.1,
+    heldMs: 0,
+    ...over,
+  }
+}
+
+describe('cacheHoldMs', () => {
+  it('holds for the home while it reopens sooner than the open endpoints would recompute what it holds', () => {
+    // saved: (3,000 - 500) x 0.1 = 250 ms of prefill; the home opens in 100
+    expect(cacheHoldMs(inputs())).toBe(100)
+    expect(cacheHoldMs(inputs({ reopenInMs: () => 249 }))).toBe(249)
+    expect(cacheHoldMs(inputs({ reopenInMs: () => 250 }))).toBe(0) // no gain: it goes now
+    // the best open endpoint is what the home is weighed against
+    expect(cacheHoldMs(inputs({ cachedAt: (v) => (v === a ? 3_000 : 2_500) }))).toBe(0)
+  })
+
+  it('counts the hold so far: holds in a row never cost more than the recompute they avoid', () => {
+    expect(cacheHoldMs(inputs({ heldMs: 140 }))).toBe(100)
+    expect(cacheHoldMs(inputs({ heldMs: 150 }))).toBe(0)
+  })
+
+  it('does not hold when the home is open, has nothing cached, is unknown, or nothing else is open', () => {
+    expect(cacheHoldMs(inputs({ open: () => true }))).toBe(0)
+    expect(cacheHoldMs(inputs({ cachedAt: () => 0 }))).toBe(0)
+    expect(cacheHoldMs(inputs({ home: undefined }))).toBe(0)
+    expect(cacheHoldMs(inputs({ open: () => false }))).toBe(0) // it waits in the queue anyway
+    expect(cacheHoldMs(inputs({ msPerToken: 0 }))).toBe(0) // nothing learned: no price to weigh
+    expect(cacheHoldMs(inputs({ reopenInMs: () => 0 }))).toBe(0)
+    // 280 ms is more than the 250 b would take to recompute, less than c's 300 (it holds nothing)
+    expect(cacheHoldMs(inputs({ reopenInMs: () => 280 }))).toBe(0)
+    expect(cacheHoldMs(inputs({ reopenInMs: () => 280, open: (v) => v === c }))).toBe(280)
+  })
+})
