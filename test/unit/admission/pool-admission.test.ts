@@ -260,6 +260,39 @@ describe('Retry-After', () => {
     pa.close()
   })
 
+  it('says when a closed decode guard can open: its window now open closing, not a whole window from now', () => {
+    dispatched = []
+    const pool = new FakePool()
+    pool.slots = 10
+    const clock = new ManualClock()
+    const cfg = configSchema.parse({ classes: { interactive: { queue_limit: 1 } } })
+    const pa = new PoolAdmission(pool, cfg.classes, cfg.admission, clock)
+    const far = clock.now() + 60_000
+    const first = item('i0', 'interactive', 't')
+    place(pa, first, 't', 1, far)
+    const lease = first.granted as Lease
+    lease.prefilled?.(first.ticket)
+    // a window of 80 ms gaps closes at the fourth (200 ms after the first): the guard closes
+    for (let i = 0; i < 4; i++) {
+      clock.advance(80)
+      lease.tokenGap?.(first.ticket, 80, clock.now())
+    }
+    place(pa, item('q1', 'interactive', 't'), 't', 1, far) // held by the guard: the queue of one is full
+    expect(dispatched.map((d) => d.name)).toEqual(['i0'])
+    const refused = (id: string) => {
+      const r = item(id, 'interactive', 't')
+      place(pa, r, 't', 1, far)
+      expect(r.shedWith?.code).toBe('GW_ERR_QUEUE_FULL')
+      return r.shedWith?.retryAfterMs as number
+    }
+    const atStart = refused('q2') // the new window has 200 ms to run
+    clock.advance(150) // 50 ms of it left, and a gap (80 ms) at least
+    const later = refused('q3')
+    expect(atStart - later).toBeGreaterThan(100)
+    expect(atStart - later).toBeLessThanOrEqual(150)
+    pa.close()
+  })
+
   it('is never below one engine step', () => {
     const { pa, clock } = oneSlot()
     const far = clock.now() + 60_000
