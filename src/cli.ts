@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { parseFlags, UsageError } from './cli-flags.js'
 import { ConfigError, type ConfigOverrides, loadConfig } from './config/load.js'
 import { ENGINES } from './config/schema.js'
+import { tuneGc } from './gc-tuning.js'
 import { checkPorts, ListenError, listen } from './listeners.js'
 import { createLogger } from './logger.js'
 import { ConfigReloader } from './reload.js'
@@ -113,6 +114,12 @@ async function serve(argv: string[]): Promise<number> {
   const { config, file, notes } = loadConfig(values.config, overrides, process.env)
   const logger = createLogger(config.log.level)
   for (const note of notes) logger.info({ config: file }, note)
+  const gcFlag = tuneGc()
+  if (gcFlag !== undefined)
+    logger.info(
+      { v8: gcFlag },
+      'fewer than two cores: the young generation is scavenged on the main thread alone',
+    )
   // before the simulator starts: a port in use is one line, not a simulator started for nothing
   await checkPorts(config.server)
   const runtime = await createRuntime(config, logger)
