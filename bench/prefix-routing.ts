@@ -242,10 +242,14 @@ async function runOne(
     const end = await counters(urls, adminUrl)
     const st = JSON.parse(await text(`${adminUrl}/admin/state`)) as {
       backends?: { pools?: { routing?: { saturatedBy?: Record<string, number> } }[] }
+      admission?: { pools?: { outOfTurn?: number }[] }
     }
     const saturatedBy = st.backends?.pools?.[0]?.routing?.saturatedBy
     if (saturatedBy !== undefined)
       log(`  saturated picks by why (whole run, warm-up included): ${JSON.stringify(saturatedBy)}`)
+    const outOfTurn = st.admission?.pools?.[0]?.outOfTurn
+    if (outOfTurn !== undefined)
+      log(`  sent to their home ahead of a head whose home was closed: ${outOfTurn}`)
     const hits = end.hits - start.hits
     const queries = end.queries - start.queries
     const decisions: Record<string, number> = {}

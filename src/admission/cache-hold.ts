@@ -21,6 +21,17 @@
  * when a gate may have opened) or, at the latest, when the hold is over and it is weighed
  * again. A home the picker overrides (saturated, over its share of the load) is no home:
  * the request is not held for it.
+ *
+ * Out of turn. Past capacity every endpoint opens and closes in turn, and a queue's head is
+ * rarely at the door of its own home when that one opens: sent where it can go, it is
+ * recomputed there, and so is the next conversation's turn, until the pool computes most
+ * histories again and its capacity falls just when it is needed. So when the head's home is
+ * closed, the dispatcher first looks among the few requests behind it in its class (two per
+ * endpoint, oldest first) for one whose own home is open, and sends that one there; the
+ * head waits for its home (or its hold, or goes where it can) as before. A head is passed
+ * over at most as many times as the pool has endpoints, and the request taken out of turn
+ * is charged to its tenant's round-robin turn, so the order bends by a few places and
+ * fairness between tenants holds.
  */
 import type { EndpointView } from '../backends/types.js'
 

@@ -26,7 +26,7 @@ import { ShareFloor } from './share-floor.js'
  * O(k log n) and `nextDeadline()` in O(1); dequeue and remove take the item out of the
  * heap in O(log n) (exact removal instead of lazy tombstones, so nothing lingers).
  *
- * Costs: enqueue, dequeue, remove O(log n) (+ O(#classes) to choose a class);
+ * Costs: enqueue, dequeue, takeFrom, remove O(log n) (+ O(#classes) to choose a class);
  * counters O(1), costAhead O(#classes). The clock must be monotonic.
  */
 
@@ -211,6 +211,34 @@ export class ClassQueues<T extends { id: string }> {
   /** Removes and returns the next item of one class. Counts as serving that class. */
   dequeueFrom(name: string): Dequeued<T> | undefined {
     return this.dequeueState(this.state(name), this.clock.now())
+  }
+
+  /**
+   * Up to `limit` items of class `name` other than its head, oldest first (arrival order
+   * stands in for the fair queue's): the ones a dispatcher may serve out of turn.
+   */
+  followers(name: string, limit: number): T[] {
+    const c = this.state(name)
+    const head = c.fair.peek()
+    const out: T[] = []
+    for (let e = c.oldest; e !== undefined && out.length < limit; e = e.newer)
+      if (e !== head) out.push(e.item)
+    return out
+  }
+
+  /**
+   * Removes `item` of class `name` out of its turn. Counts as serving that class, and its
+   * tenant pays for it in the fair queue as if it had been its turn.
+   */
+  takeFrom(name: string, item: T): Dequeued<T> | undefined {
+    const c = this.state(name)
+    const entry = this.entries.get(item.id)
+    if (entry === undefined || entry.cls !== c) return undefined
+    const now = this.clock.now()
+    c.fair.take(entry)
+    this.charge(c, entry.cost, now) // before detach: the class still counts as queued
+    this.detach(entry)
+    return { item, class: name, waitedMs: Math.max(0, now - entry.enqueuedAt) }
   }
 
   /** Names of the non-empty classes in the order `dequeue()` would serve them now. */

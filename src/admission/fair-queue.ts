@@ -138,6 +138,19 @@ export class FairQueue<T> {
     return node.item
   }
 
+  /**
+   * Serves a queued item out of its turn (the dispatcher found it a better fit than the
+   * head): removed, and its cost charged to its tenant as `pop` would, so the tenant's later
+   * turns pay for it. O(1). False if not queued.
+   */
+  take(item: T): boolean {
+    const node = this.nodes.get(item)
+    if (node === undefined) return false
+    node.tenant.deficit -= node.cost
+    this.unlink(node)
+    return true
+  }
+
   /** Removes a queued item (e.g. its client went away). O(1). False if not queued. */
   remove(item: T): boolean {
     const node = this.nodes.get(item)

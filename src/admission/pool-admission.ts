@@ -31,6 +31,10 @@ import { TtftObjectives } from './ttft-objectives.js'
 import { AdmittedLease, Waiting } from './waiting.js'
 
 export type { PoolPrediction }
+
+/** Requests behind a head whose home is closed that may go first, per endpoint in the pool. */
+const FOLLOWER_WINDOW = 2
+
 export { Waiting }
 
 export class PoolAdmission {
@@ -61,6 +65,8 @@ export class PoolAdmission {
   private closed = false
   /** Until when the head of a queue is held for the endpoint caching its prompt (cache-hold.ts). */
   private holdUntil: number | undefined = undefined
+  /** Requests sent to their own open home ahead of a head whose home was closed (cache-hold.ts). */
+  private outOfTurn = 0
 
   /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
   private readonly timers: TimerClock | undefined
@@ -140,7 +146,8 @@ export class PoolAdmission {
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
       const open = this.gates.open(w.className, w.kvTokens, w.promptTokens, false, computeAt)
-      const holdMs = this.holdMs(w, open)
+      const home = this.closedHome(w, open)
+      const holdMs = home === undefined ? 0 : this.holdMs(w, open, home)
       const lease = holdMs > 0 ? undefined : this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
@@ -268,7 +275,13 @@ export class PoolAdmission {
             floor,
             this.prefix.computeAt(head.blocks, head.promptTokens),
           )
-          const holdMs = this.holdMs(head, open)
+          const home = this.closedHome(head, open)
+          // its home closed: a request behind it whose own home is open goes there first
+          if (home !== undefined && this.dispatchFollower(name, head, floor)) {
+            progressed = true
+            break
+          }
+          const holdMs = home === undefined ? 0 : this.holdMs(head, open, home)
           if (holdMs > 0) this.hold(holdMs)
           const lease =
             holdMs > 0 ? undefined : this.pool.acquire(head.kvTokens, open, this.prefix.hint(head))
@@ -313,22 +326,63 @@ export class PoolAdmission {
   }
 
   /**
-   * With prefix routing: how long to hold `w` for the endpoint that caches its prompt while
-   * the gates close that one to it (cache-hold.ts); 0: dispatch it now where it can go.
+   * With prefix routing: the endpoint caching `w`'s prompt (where the picker would send it
+   * were every endpoint open) when the gates close that one to it; else undefined.
    */
-  private holdMs(w: Waiting, open: (v: EndpointView) => boolean): number {
-    const blocks = w.blocks
-    if (!this.prefix.routes || !this.prefix.enabled || blocks === undefined) return 0
+  private closedHome(w: Waiting, open: (v: EndpointView) => boolean): EndpointView | undefined {
+    if (!this.prefix.routes || !this.prefix.enabled || w.blocks === undefined) return undefined
     const views = this.pool.views()
-    // every endpoint open (most of the time below capacity): nothing to hold for
-    if (views.length < 2 || views.every(open)) return 0
+    // every endpoint open (most of the time below capacity): no home is closed
+    if (views.length < 2 || views.every(open)) return undefined
+    const home = this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w))
+    return home === undefined || open(home) || cachedAt(w, home) <= 0 ? undefined : home
+  }
+
+  /**
+   * The head of class `name` cannot go to its home (closed): serve instead the oldest of
+   * the few requests behind it whose own home is open, there (cache-hold.ts, "Out of
+   * turn"). False when none is, or the head was passed over enough already.
+   */
+  private dispatchFollower(name: string, head: Waiting, floor: boolean): boolean {
+    const views = this.pool.views()
+    if (head.bypassed >= views.length) return false
+    for (const w of this.queues.followers(name, FOLLOWER_WINDOW * views.length)) {
+      if (w.blocks === undefined) continue
+      const open = this.gates.open(
+        name,
+        w.kvTokens,
+        w.promptTokens,
+        floor,
+        this.prefix.computeAt(w.blocks, w.promptTokens),
+      )
+      const home = this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w))
+      if (home === undefined || !open(home) || cachedAt(w, home) <= 0) continue
+      const lease = this.pool.acquire(w.kvTokens, (v) => v.name === home.name && open(v), this.prefix.hint(w))
+      if (lease === undefined) continue
+      const out = this.queues.takeFrom(name, w)
+      head.bypassed++
+      this.outOfTurn++
+      this.afterDequeue()
+      w.resolve(this.start(w, lease, out?.waitedMs ?? 0))
+      return true
+    }
+    return false
+  }
+
+  /**
+   * How long to hold `w` for `home`, the endpoint that caches its prompt, while the gates
+   * close that one to it (cache-hold.ts); 0: dispatch it now where it can go.
+   */
+  private holdMs(w: Waiting, open: (v: EndpointView) => boolean, home: EndpointView): number {
+    const blocks = w.blocks
+    if (blocks === undefined) return 0
     const computeAt = this.prefix.computeAt(blocks, w.promptTokens)
     const now = this.clock.now()
     const ms = cacheHoldMs({
-      views,
+      views: this.pool.views(),
       open,
-      home: this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w)),
-      cachedAt: (v) => v.prefixCache?.expectedHit(blocks, w.promptTokens).cached ?? 0,
+      home,
+      cachedAt: (v) => cachedAt(w, v),
       reopenInMs: (v) => this.predictor.reopenInMs(v, w.className, w.kvTokens, w.promptTokens, computeAt),
       msPerToken: this.estimator.msPerPromptToken(),
       heldMs: w.heldSince === undefined ? 0 : now - w.heldSince,
@@ -400,6 +454,7 @@ export class PoolAdmission {
       engineFacts: Object.fromEntries(this.pool.endpoints().map((e) => [e.name, e.facts?.state() ?? null])),
       estimator: this.estimator.state(),
       prefixCache: this.prefix.state(),
+      outOfTurn: this.outOfTurn,
     }
   }
 
@@ -411,4 +466,9 @@ export class PoolAdmission {
       this.refuseQueued(w, new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }), now)
     }
   }
+}
+
+/** Prompt tokens `v` is expected to serve from its cache for `w`. */
+function cachedAt(w: Waiting, v: EndpointView): number {
+  return w.blocks === undefined ? 0 : (v.prefixCache?.expectedHit(w.blocks, w.promptTokens).cached ?? 0)
 }

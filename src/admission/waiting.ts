@@ -31,6 +31,8 @@ export class Waiting implements Queued {
   queuedAt = 0
   /** When it was first held for the endpoint caching its prompt (cache-hold.ts), if it was. */
   heldSince: number | undefined = undefined
+  /** Times a request behind it in its class went first, to the endpoint caching that one's prompt. */
+  bypassed = 0
   /** Its stream's inter-token gaps so far: their sum (ms) and count. */
   gapSumMs = 0
   gaps = 0

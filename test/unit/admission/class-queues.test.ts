@@ -131,6 +131,28 @@ describe('ClassQueues', () => {
     expect(() => q.enqueue({ id: 'x' }, req('nope'))).toThrow(/unknown queue class/)
   })
 
+  it('lists the items behind a class head, oldest first, and takes one out of turn', () => {
+    const { clock, q } = setup()
+    for (const id of ['i1', 'i2', 'i3']) q.enqueue({ id }, req('interactive'))
+    q.enqueue({ id: 'b1' }, req('batch'))
+    clock.advance(40)
+    expect(q.followers('interactive', 5).map((i) => i.id)).toEqual(['i2', 'i3'])
+    expect(q.followers('interactive', 1).map((i) => i.id)).toEqual(['i2'])
+    expect(q.takeFrom('batch', { id: 'i3' })).toBeUndefined() // not of that class
+    expect(q.takeFrom('interactive', { id: 'nope' })).toBeUndefined()
+    expect(q.takeFrom('interactive', { id: 'i3' })).toEqual({
+      item: { id: 'i3' },
+      class: 'interactive',
+      waitedMs: 40,
+    })
+    expect(q.sizeOf('interactive')).toBe(2)
+    expect(q.costOf('interactive')).toBe(200)
+    expect(q.bytesOf('interactive')).toBe(20)
+    expect(q.has({ id: 'i3' })).toBe(false)
+    expect(q.dequeue()?.item.id).toBe('i1')
+    expect(q.followers('interactive', 5)).toEqual([])
+  })
+
   it('shares a class 1:3 between tenants of weights 1 and 3 over 400 dequeues', () => {
     const big = { ...INTERACTIVE, queueLimit: 10_000 }
     const { q } = setup([big])

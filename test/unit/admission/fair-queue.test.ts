@@ -103,6 +103,27 @@ describe('FairQueue (weighted DRR in tokens)', () => {
     expect(ratio).toBeLessThan(3 * 1.1)
   })
 
+  it("charges an item taken out of turn to its tenant's turns, as pop would", () => {
+    const q = new FairQueue<Job>({ quantum: 1024 })
+    const items = new Map<string, Job>()
+    for (const t of ['a', 'b']) {
+      for (let i = 1; i <= 6; i++) {
+        const j = job(t, 512, i)
+        items.set(`${t}${i}`, j)
+        q.push(j, t, 512, 1)
+      }
+    }
+    expect(q.take(items.get('a3')!)).toBe(true)
+    expect(q.take(items.get('a4')!)).toBe(true)
+    expect(q.take(items.get('a4')!)).toBe(false)
+    // a has had its round's worth: b goes first (with remove instead, a1 a2 would)
+    const order = Array.from({ length: 6 }, () => {
+      const j = q.pop()!
+      return `${j.tenant}${j.n}`
+    })
+    expect(order).toEqual(['b1', 'b2', 'a1', 'a2', 'b3', 'b4'])
+  })
+
   it('charges tokens, not requests: equal weights get equal tokens', () => {
     const q = new FairQueue<Job>({ quantum: 1000 })
     for (let i = 0; i < 300; i++) q.push(job('big', 1000, i), 'big', 1000, 1)

@@ -182,4 +182,55 @@ describe('admission with prefix routing', () => {
     expect(lease.endpoint.name).not.toBe(home)
     expect(lease.w.computeTokens).toBe(lease.w.promptTokens)
   })
+
+  describe('out of turn: a head whose home is closed lets a request behind it go to its own open home', () => {
+    // a prefill budget of 1,000 tokens; two conversations, each cached on its own endpoint; then
+    // every endpoint busy with a 600-token prompt in prefill, so both next turns queue
+    function queuedTurns() {
+      const t = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 }, LOOSE)
+      const a = t.send(conversation(1, 100), 'a')
+      const b = t.send(conversation(1, 300), 'b')
+      const homeA = a.lease.endpoint.name
+      const homeB = b.lease.endpoint.name
+      expect(homeB).not.toBe(homeA)
+      a.lease.release('ok')
+      b.lease.release('ok')
+      const blockers = new Map<string, AdmittedLease>()
+      for (let i = 0; i < 4; i++) {
+        const { lease } = t.send([{ role: 'user', content: text(2_400, 7 + i) }])
+        blockers.set(lease.endpoint.name, lease)
+      }
+      expect(blockers.size).toBe(4)
+      const turnA = t.admit(conversation(2, 100)).admitted as Queued
+      const turnB = t.admit(conversation(2, 300)).admitted as Queued
+      expect('endpoint' in turnA || 'endpoint' in turnB).toBe(false)
+      return { ...t, homeA, homeB, blockers, turnA, turnB }
+    }
+
+    it('serves the follower at its home, then the head at its own', async () => {
+      const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns()
+      blockers.get(homeB)!.prefilled() // B's home opens; A's stays closed
+      await new Promise((r) => setImmediate(r))
+      expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(1) // B went, A waits
+      const b = (await turnB.lease) as AdmittedLease
+      expect(b.endpoint.name).toBe(homeB)
+      expect((b.w.computeTokens ?? 0) / b.w.promptTokens).toBeLessThan(0.5)
+      blockers.get(homeA)!.prefilled()
+      const a = (await turnA.lease) as AdmittedLease
+      expect(a.endpoint.name).toBe(homeA)
+      expect((a.w.computeTokens ?? 0) / a.w.promptTokens).toBeLessThan(0.5)
+    })
+
+    it('passes a head over no more times than the pool has endpoints', async () => {
+      const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns()
+      ;(turnA as unknown as { bypassed: number }).bypassed = 4
+      blockers.get(homeB)!.prefilled()
+      await new Promise((r) => setImmediate(r))
+      // the head is not passed over again: held for its home (which reopens soon), B behind it
+      expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(2)
+      blockers.get(homeA)!.prefilled()
+      expect(((await turnA.lease) as AdmittedLease).endpoint.name).toBe(homeA)
+      expect(((await turnB.lease) as AdmittedLease).endpoint.name).toBe(homeB)
+    })
+  })
 })
