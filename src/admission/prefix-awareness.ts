@@ -59,14 +59,17 @@ export class PrefixAwareness {
     this.routes = pool?.config.routing?.scorer === 'prefix-affinity'
   }
 
-  /** The request's blocks, cut for this pool; undefined when off or the prompt has no single prefix. */
+  /**
+   * The request's blocks, cut for this pool; undefined when nothing reads them (pricing off,
+   * and no routing by prefix among two endpoints or more) or the prompt has no single prefix.
+   */
   blocksFor(
     body: JsonBody,
     shape: PromptShape,
     charsPerToken: number,
     endpoints: readonly HasPrefixCache[],
   ): PromptBlocks | undefined {
-    if (!this.enabled && !this.routes) return undefined
+    if (!this.enabled && !(this.routes && endpoints.length > 1)) return undefined
     return promptBlocks(body, this.cut(charsPerToken, endpoints), shape.promptChars, shape.promptMessages)
   }
 
@@ -108,13 +111,14 @@ export class PrefixAwareness {
 
   /**
    * Of a prompt, the tokens each endpoint must compute (its expected cached prefix there
-   * excluded): what the prefill budget counts. Undefined without blocks (the whole prompt).
+   * excluded): what the prefill budget counts. Undefined without blocks, or with pricing
+   * off (the whole prompt; blocks cut for routing alone price nothing).
    */
   computeAt(
     blocks: PromptBlocks | undefined,
     promptTokens: number,
   ): ((v: EndpointView) => number) | undefined {
-    if (blocks === undefined) return undefined
+    if (blocks === undefined || !this.enabled) return undefined
     return (v) => promptTokens - (v.prefixCache?.expectedHit(blocks, promptTokens).cached ?? 0)
   }
 

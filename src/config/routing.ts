@@ -7,7 +7,7 @@ import { z } from 'zod'
 
 /** The routing's defaults (docs/config.md lists them). */
 export const ROUTING_DEFAULTS = {
-  scorer: 'least-wait',
+  scorer: 'prefix-affinity',
   /** A full prefix match weighs as much as this many requests queued at the server. */
   prefixWeight: 2,
   loadWeight: 1,

@@ -14,6 +14,7 @@ import type {
   EndpointView,
   Lease,
 } from '../../../src/backends/types.js'
+import type { ScorerName } from '../../../src/config/routing.js'
 import { poolSchema } from '../../../src/config/schema.js'
 
 export class FakePool implements BackendPool {
@@ -32,9 +33,14 @@ export class FakePool implements BackendPool {
   /** The engine facts of its first endpoint, when the test gives them (endpoints() lists it). */
   facts: EngineFactsView | undefined = undefined
 
-  constructor(name = 'main', models = ['m'], opts: { prefixCache?: boolean } = {}) {
+  constructor(name = 'main', models = ['m'], opts: { prefixCache?: boolean; scorer?: ScorerName } = {}) {
     this.name = name
-    this.config = poolSchema.parse({ name, models, endpoints: ['http://127.0.0.1:1'] })
+    this.config = poolSchema.parse({
+      name,
+      models,
+      endpoints: ['http://127.0.0.1:1'],
+      ...(opts.scorer === undefined ? {} : { routing: { scorer: opts.scorer } }),
+    })
     this.withPrefixCache = opts.prefixCache === true
   }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { Admission } from '../../../src/admission/admission.js'
 import type { AdmittedLease } from '../../../src/admission/waiting.js'
 import { ManualClock } from '../../../src/clock.js'
+import type { ScorerName } from '../../../src/config/routing.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { promptSize } from '../../../src/openai/request-fields.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
@@ -20,13 +21,13 @@ function text(n: number, seed: number): string {
   return s.slice(0, n)
 }
 
-function setup(prefixCache = true) {
+function setup(prefixCache = true, scorer?: ScorerName) {
   const config = configSchema.parse({
     classes: { interactive: { slo: { ttft_ms: 500 } } },
     admission: { estimator: { prefix_cache: prefixCache } },
     backends: { pools: [{ name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] }] },
   })
-  const pool = new FakePool('main', ['m'], { prefixCache: true })
+  const pool = new FakePool('main', ['m'], { prefixCache: true, ...(scorer === undefined ? {} : { scorer }) })
   const tokens = new TokenEstimator()
   const admission = new Admission(config, fakeBackends(pool), new ManualClock(1000), tokens)
   /** A request as parse leaves it, and its decision: admitted now (its lease) or not. */
@@ -94,17 +95,20 @@ describe('prefix-cache-aware prediction', () => {
     expect(pool.prefixCaches[0]?.index.size).toBeGreaterThan(300)
   })
 
-  it('with admission.estimator.prefix_cache false every prompt token counts, and nothing is hashed', () => {
-    const { send, pool } = setup(false)
-    for (let turn = 1; turn <= 3; turn++)
-      (send(conversation(turn, 100)).admitted as AdmittedLease).release('ok')
-    const repeated = send(conversation(4, 100))
-    ;(repeated.admitted as AdmittedLease).release('ok')
-    const fresh = send(conversation(4, 900))
-    expect(repeated.ticket.predictedTtftMs).toBeCloseTo(fresh.ticket.predictedTtftMs ?? 0, 6)
-    expect((repeated.admitted as AdmittedLease).w.computeTokens).toBe(repeated.ticket.promptTokens)
-    expect(pool.prefixCaches[0]?.index.size ?? 0).toBe(0)
-  })
+  it.each(['least-wait', 'prefix-affinity'] as const)(
+    'with admission.estimator.prefix_cache false every prompt token counts, and one endpoint routed by %s hashes nothing',
+    (scorer) => {
+      const { send, pool } = setup(false, scorer)
+      for (let turn = 1; turn <= 3; turn++)
+        (send(conversation(turn, 100)).admitted as AdmittedLease).release('ok')
+      const repeated = send(conversation(4, 100))
+      ;(repeated.admitted as AdmittedLease).release('ok')
+      const fresh = send(conversation(4, 900))
+      expect(repeated.ticket.predictedTtftMs).toBeCloseTo(fresh.ticket.predictedTtftMs ?? 0, 6)
+      expect((repeated.admitted as AdmittedLease).w.computeTokens).toBe(repeated.ticket.promptTokens)
+      expect(pool.prefixCaches[0]?.index.size ?? 0).toBe(0)
+    },
+  )
 
   it('shows the cut and each endpoint index in the state', () => {
     const { send, admission } = setup()

@@ -134,6 +134,19 @@ describe('admission with prefix routing', () => {
     expect(disagree).toBeGreaterThan(0)
   })
 
+  it('with prefix pricing off the conversation still goes back to its endpoint, priced whole', () => {
+    const { send } = setup('prefix-affinity', { estimator: { prefix_cache: false } })
+    const endpoints = new Set<string>()
+    for (let turn = 1; turn <= 4; turn++) {
+      send(conversation(turn, 500)).lease.release('ok')
+      const { ticket, lease } = send(conversation(turn, 100))
+      endpoints.add(lease.endpoint.name)
+      expect(lease.w.computeTokens).toBe(ticket.promptTokens)
+      lease.release('ok')
+    }
+    expect(endpoints.size).toBe(1)
+  })
+
   it('session affinity reaches the picker from x-session-id (Ticket.sessionId)', () => {
     const { send, pool } = setup('prefix-affinity')
     const where = new Map<string, Set<string>>()

@@ -238,7 +238,8 @@ describe('prefix-affinity scorer', () => {
     const b = scorerFor(routingSchema.parse({ scorer: 'prefix-affinity' }))
     expect(a).toBeInstanceOf(PrefixAffinityScorer)
     expect(a).not.toBe(b)
-    expect(scorerFor(routingSchema.parse({}))).toBe(leastWaitScorer)
+    expect(scorerFor(routingSchema.parse({}))).toBeInstanceOf(PrefixAffinityScorer) // the default
+    expect(scorerFor(routingSchema.parse({ scorer: 'least-wait' }))).toBe(leastWaitScorer)
   })
 })
 
