@@ -66,7 +66,9 @@ export class PrefixAffinityScorer implements EndpointScorer {
    * True when the endpoint is past `saturation` with this request (KV after it, or batch
    * slots), or holds more than `max_load_ratio` times its share of the candidates' requests
    * in flight, this one counted (bounded load, as consistent hashing with bounded loads:
-   * ceil(ratio × (in flight + 1) / candidates)).
+   * ceil(ratio × (in flight + 1) / candidates)), and never under ceil(ratio): near idle, a
+   * share of the pool's one or two requests is under one, and a replica serving one turn of
+   * a conversation would lose the next to an idle one.
    */
   saturated(view: EndpointView, tokens: number, pool?: PoolLoad): boolean {
     return this.saturatedBy(view, tokens, pool) !== undefined
@@ -76,7 +78,11 @@ export class PrefixAffinityScorer implements EndpointScorer {
   saturatedBy(view: EndpointView, tokens: number, pool?: PoolLoad): Override | undefined {
     const e = view.effective
     if (pool !== undefined && pool.endpoints > 1) {
-      const bound = Math.ceil((this.o.max_load_ratio * (pool.inflightRequests + 1)) / pool.endpoints)
+      const ratio = this.o.max_load_ratio
+      const bound = Math.max(
+        Math.ceil(ratio),
+        Math.ceil((ratio * (pool.inflightRequests + 1)) / pool.endpoints),
+      )
       if (e.inflightRequests + 1 > bound) return 'load_ratio'
     }
     const slots = view.capacity.maxNumSeqs ?? DEFAULT_BATCH_SLOTS

@@ -33,13 +33,7 @@ afterEach(async () => {
   for (const c of closers.splice(0)) await c()
 })
 
-/**
- * A load bound loose enough for one request in flight: with the default (twice an endpoint's
- * share) the one endpoint of four busy with one request is over its share, and loses its affinity.
- */
-const LOOSE = { max_load_ratio: 4 }
-
-function setup(scorer: 'least-wait' | 'prefix-affinity', admissionConfig: object = {}, routing: object = {}) {
+function setup(scorer: 'least-wait' | 'prefix-affinity', admissionConfig: object = {}) {
   const config = configSchema.parse({
     classes: { interactive: { slo: { ttft_ms: 2_000 } } },
     admission: admissionConfig,
@@ -50,7 +44,7 @@ function setup(scorer: 'least-wait' | 'prefix-affinity', admissionConfig: object
           models: ['m'],
           endpoints: [1, 2, 3, 4].map((i) => `http://127.0.0.1:${i}`),
           fail_open: true,
-          routing: { scorer, ...routing },
+          routing: { scorer },
         },
       ],
     },
@@ -166,7 +160,7 @@ describe('admission with prefix routing', () => {
   it('holds a turn for the endpoint caching its history while a short prefill there closes it', async () => {
     // a prefill budget of 1,000 tokens: a 600-token prompt in prefill leaves no room for the
     // turn's new 900; the other endpoints, with nothing in prefill, would take the whole turn
-    const { send, admit } = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 }, LOOSE)
+    const { send, admit } = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 })
     const first = send(conversation(1, 100), 's')
     const home = first.lease.endpoint.name
     first.lease.release('ok')
@@ -184,7 +178,7 @@ describe('admission with prefix routing', () => {
   })
 
   it('sends the turn elsewhere at once when its endpoint reopens later than the history would be recomputed', () => {
-    const { send, admit } = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 }, LOOSE)
+    const { send, admit } = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 })
     const first = send(conversation(1, 100), 's')
     const home = first.lease.endpoint.name
     first.lease.release('ok')
@@ -200,7 +194,7 @@ describe('admission with prefix routing', () => {
     // a prefill budget of 1,000 tokens; two conversations, each cached on its own endpoint; then
     // every endpoint busy with a 600-token prompt in prefill, so both next turns queue
     function queuedTurns() {
-      const t = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 }, LOOSE)
+      const t = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 })
       const a = t.send(conversation(1, 100), 'a')
       const b = t.send(conversation(1, 300), 'b')
       const homeA = a.lease.endpoint.name

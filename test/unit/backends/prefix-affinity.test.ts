@@ -172,6 +172,23 @@ describe('prefix-affinity scorer', () => {
     expect(s.overrides).toEqual({ gate: 1, load_ratio: 1, slots: 0, kv: 0 })
   })
 
+  it('keeps affinity near idle: one request in flight at its replica (of one in the pool) is within the bound', () => {
+    const p = pool(4, affinity({ max_load_ratio: 2 }))
+    const convs = conversations(4, 3)
+    const homes = play(p, convs, 2).map((t) => t[0]!)
+    const home = homes[0]!
+    const s = p.picker.currentScorer as PrefixAffinityScorer
+    // ceil(2 x 2 / 4) = 1 would send it away; the bound is at least ceil(2) = 2
+    for (const [i, l] of p.load.entries()) l.inflightRequests = i === home ? 1 : 0
+    expect(p.send(nextTurn(convs[0]!, 500))).toBe(home)
+    expect(s.overrides.load_ratio).toBe(0)
+    // two there and nothing elsewhere: 3 > max(2, ceil(2 x 3 / 4)) = 2, it goes
+    answered(convs[0]!, 500)
+    for (const [i, l] of p.load.entries()) l.inflightRequests = i === home ? 2 : 0
+    expect(p.send(nextTurn(convs[0]!, 1500))).not.toBe(home)
+    expect(s.overrides.load_ratio).toBe(1)
+  })
+
   it('weighs load against affinity: a replica with a queue loses a partial match to an idle one', () => {
     const p = pool(2, affinity({ prefix_weight: 2, load_weight: 1 }))
     const convs = conversations(1, 4)
