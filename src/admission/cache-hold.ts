@@ -14,6 +14,13 @@
  *
  *   hold = reopen(home)   when   held so far + reopen(home) < (cached(home) − max cached(open)) × ms per prompt token
  *
+ * and past capacity (every open endpoint has a prefill under way), where engine time is what
+ * is short and the recompute would be taken from every stream, also
+ *
+ *   hold = reopen(home)   when   reopen(home) + that recompute < its slack (the time left until the latest
+ *                                dispatch that still meets its TTFT objective)
+ *
+ * so a request held past capacity can still go elsewhere and pay the recompute in time.
  * (a request held before counts its hold so far: holds in a row never cost more than the
  * recompute they avoid)
  * else it goes now, where it can. A held request waits in its class's queue, at its head,
@@ -50,6 +57,13 @@ export interface HoldInputs {
   readonly msPerToken: number
   /** How long the request has been held already, ms (0: never). */
   readonly heldMs: number
+  /**
+   * Past capacity: every open endpoint already has a prefill under way (engine time is what
+   * is short, not endpoints). Default false.
+   */
+  readonly busy?: boolean
+  /** Ms left until the latest dispatch that still meets its TTFT objective at home (default: none). */
+  readonly slackMs?: number
 }
 
 /** How long to hold the request for its home endpoint, ms; 0: dispatch it now where it can go. */
@@ -65,5 +79,9 @@ export function cacheHoldMs(h: HoldInputs): number {
   const savedMs = (homeCached - openCached) * h.msPerToken
   if (savedMs <= 0) return 0
   const wait = h.reopenInMs(home)
-  return wait > 0 && h.heldMs + wait < savedMs ? wait : 0
+  if (!(wait > 0)) return 0
+  if (h.heldMs + wait < savedMs) return wait
+  // busy: the recompute is engine time taken from everyone; waiting costs only this request's
+  // slack, so it waits while it could still go elsewhere afterwards (and pay it) in time
+  return h.busy === true && wait + savedMs < (h.slackMs ?? 0) ? wait : 0
 }

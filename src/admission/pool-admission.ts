@@ -143,6 +143,7 @@ export class PoolAdmission {
    */
   place(w: Waiting, tenant: string, weight: number, deadline: number): Admitted {
     this.lastAdmitted.set(w.className, this.clock.now())
+    w.dispatchBy = deadline
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
       const open = this.gates.open(w.className, w.kvTokens, w.promptTokens, false, computeAt)
@@ -276,12 +277,12 @@ export class PoolAdmission {
             this.prefix.computeAt(head.blocks, head.promptTokens),
           )
           const home = this.closedHome(head, open)
+          const holdMs = home === undefined ? 0 : this.holdMs(head, open, home)
           // its home closed: a request behind it whose own home is open goes there first
-          if (home !== undefined && this.dispatchFollower(name, head, floor)) {
+          if (home !== undefined && this.dispatchFollower(name, head, floor, holdMs > 0)) {
             progressed = true
             break
           }
-          const holdMs = home === undefined ? 0 : this.holdMs(head, open, home)
           if (holdMs > 0) this.hold(holdMs)
           const lease =
             holdMs > 0 ? undefined : this.pool.acquire(head.kvTokens, open, this.prefix.hint(head))
@@ -341,11 +342,12 @@ export class PoolAdmission {
   /**
    * The head of class `name` cannot go to its home (closed): serve instead the oldest of
    * the few requests behind it whose own home is open, there (cache-hold.ts, "Out of
-   * turn"). False when none is, or the head was passed over enough already.
+   * turn"). False when none is, or the head (not held: it could go elsewhere) was passed
+   * over enough already.
    */
-  private dispatchFollower(name: string, head: Waiting, floor: boolean): boolean {
+  private dispatchFollower(name: string, head: Waiting, floor: boolean, headHeld: boolean): boolean {
     const views = this.pool.views()
-    if (head.bypassed >= views.length) return false
+    if (!headHeld && head.bypassed >= views.length) return false
     for (const w of this.queues.followers(name, FOLLOWER_WINDOW * views.length)) {
       if (w.blocks === undefined) continue
       const open = this.gates.open(
@@ -378,10 +380,13 @@ export class PoolAdmission {
     if (blocks === undefined) return 0
     const computeAt = this.prefix.computeAt(blocks, w.promptTokens)
     const now = this.clock.now()
+    const views = this.pool.views()
     const ms = cacheHoldMs({
-      views: this.pool.views(),
+      views,
       open,
       home,
+      busy: views.every((v) => v === home || !open(v) || this.gates.pendingAt(v.name) > 0),
+      slackMs: w.dispatchBy - now,
       cachedAt: (v) => cachedAt(w, v),
       reopenInMs: (v) => this.predictor.reopenInMs(v, w.className, w.kvTokens, w.promptTokens, computeAt),
       msPerToken: this.estimator.msPerPromptToken(),

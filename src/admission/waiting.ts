@@ -31,6 +31,8 @@ export class Waiting implements Queued {
   queuedAt = 0
   /** When it was first held for the endpoint caching its prompt (cache-hold.ts), if it was. */
   heldSince: number | undefined = undefined
+  /** The latest dispatch that still meets its objectives (the pool's clock; set when placed). */
+  dispatchBy = Number.POSITIVE_INFINITY
   /** Times a request behind it in its class went first, to the endpoint caching that one's prompt. */
   bypassed = 0
   /** Its stream's inter-token gaps so far: their sum (ms) and count. */

@@ -228,16 +228,29 @@ describe('admission with prefix routing', () => {
       expect((a.w.computeTokens ?? 0) / a.w.promptTokens).toBeLessThan(0.5)
     })
 
-    it('passes a head over no more times than the pool has endpoints', async () => {
+    it('passes a head that could go elsewhere over no more times than the pool has endpoints', async () => {
+      const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns()
+      const head = turnA as unknown as { bypassed: number; heldSince: number }
+      head.bypassed = 4
+      head.heldSince = -1_000_000 // held long enough already: it is not held again
+      blockers.get(homeB)!.prefilled() // B's home opens (and is idle: no busy hold either)
+      const a = (await turnA.lease) as AdmittedLease
+      expect(a.endpoint.name).toBe(homeB) // A goes where it can, recomputed
+      expect(a.w.computeTokens).toBe(a.w.promptTokens)
+      expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(1) // B waits
+      a.prefilled() // A's prefill at B's home is done: B goes (there, or to A's home)
+      blockers.get(homeA)!.prefilled()
+      expect(((await turnB.lease) as AdmittedLease).endpoint).toBeDefined()
+    })
+
+    it('lets requests behind a held head go to their open homes, however often it was passed over', async () => {
       const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns()
       ;(turnA as unknown as { bypassed: number }).bypassed = 4
-      blockers.get(homeB)!.prefilled()
-      await new Promise((r) => setImmediate(r))
-      // the head is not passed over again: held for its home (which reopens soon), B behind it
-      expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(2)
+      blockers.get(homeB)!.prefilled() // A's home reopens soon: A is held for it
+      expect(((await turnB.lease) as AdmittedLease).endpoint.name).toBe(homeB)
+      expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(1)
       blockers.get(homeA)!.prefilled()
       expect(((await turnA.lease) as AdmittedLease).endpoint.name).toBe(homeA)
-      expect(((await turnB.lease) as AdmittedLease).endpoint.name).toBe(homeB)
     })
   })
 })
