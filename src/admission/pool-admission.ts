@@ -145,8 +145,7 @@ export class PoolAdmission {
     this.lastAdmitted.set(w.className, this.clock.now())
     w.dispatchBy = deadline
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
-      const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
-      const open = this.gates.open(w.className, w.kvTokens, w.promptTokens, false, computeAt)
+      const open = this.openFor(w, false)
       const home = this.closedHome(w, open)
       const holdMs = home === undefined ? 0 : this.holdMs(w, open, home)
       const lease = holdMs > 0 ? undefined : this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
@@ -269,13 +268,7 @@ export class PoolAdmission {
           // A class served under its floor skips the decode guard (nothing waits forever on a
           // guard the classes above keep closed), not the other gates.
           const floor = this.queues.underFloor(name)
-          const open = this.gates.open(
-            name,
-            head.kvTokens,
-            head.promptTokens,
-            floor,
-            this.prefix.computeAt(head.blocks, head.promptTokens),
-          )
+          const open = this.openFor(head, floor)
           const home = this.closedHome(head, open)
           const holdMs = home === undefined ? 0 : this.holdMs(head, open, home)
           // its home closed: a request behind it whose own home is open goes there first
@@ -339,6 +332,17 @@ export class PoolAdmission {
     return home === undefined || open(home) || cachedAt(w, home) <= 0 ? undefined : home
   }
 
+  /** The gates for `w` (of its class; `floor`: its class is served under its floor). */
+  private openFor(w: Waiting, floor: boolean): (v: EndpointView) => boolean {
+    return this.gates.open(
+      w.className,
+      w.kvTokens,
+      w.promptTokens,
+      floor,
+      this.prefix.computeAt(w.blocks, w.promptTokens),
+    )
+  }
+
   /**
    * The head of class `name` cannot go to its home (closed): serve instead the oldest of
    * the few requests behind it whose own home is open, there (cache-hold.ts, "Out of
@@ -350,13 +354,7 @@ export class PoolAdmission {
     if (!headHeld && head.bypassed >= views.length) return false
     for (const w of this.queues.followers(name, FOLLOWER_WINDOW * views.length)) {
       if (w.blocks === undefined) continue
-      const open = this.gates.open(
-        name,
-        w.kvTokens,
-        w.promptTokens,
-        floor,
-        this.prefix.computeAt(w.blocks, w.promptTokens),
-      )
+      const open = this.openFor(w, floor)
       const home = this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w))
       if (home === undefined || !open(home) || cachedAt(w, home) <= 0) continue
       const lease = this.pool.acquire(w.kvTokens, (v) => v.name === home.name && open(v), this.prefix.hint(w))
