@@ -31,11 +31,16 @@ import { TtftObjectives } from './ttft-objectives.js'
 import { AdmittedLease, Waiting } from './waiting.js'
 
 export type { PoolPrediction }
+export { Waiting }
 
 /** Requests behind a head whose home is closed that may go first, per endpoint in the pool. */
 const FOLLOWER_WINDOW = 2
 
-export { Waiting }
+/** A request's home (the endpoint caching its prompt), closed to it, and the views it was chosen among. */
+interface ClosedHome {
+  readonly home: EndpointView
+  readonly views: readonly EndpointView[]
+}
 
 export class PoolAdmission {
   readonly pool: BackendPool
@@ -146,8 +151,8 @@ export class PoolAdmission {
     w.dispatchBy = deadline
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const open = this.openFor(w, false)
-      const home = this.closedHome(w, open)
-      const holdMs = home === undefined ? 0 : this.holdMs(w, open, home)
+      const closed = this.closedHome(w, open)
+      const holdMs = closed === undefined ? 0 : this.holdMs(w, open, closed)
       const lease = holdMs > 0 ? undefined : this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
@@ -269,10 +274,10 @@ export class PoolAdmission {
           // guard the classes above keep closed), not the other gates.
           const floor = this.queues.underFloor(name)
           const open = this.openFor(head, floor)
-          const home = this.closedHome(head, open)
-          const holdMs = home === undefined ? 0 : this.holdMs(head, open, home)
+          const closed = this.closedHome(head, open)
+          const holdMs = closed === undefined ? 0 : this.holdMs(head, open, closed)
           // its home closed: a request behind it whose own home is open goes there first
-          if (home !== undefined && this.dispatchFollower(name, head, floor, holdMs > 0)) {
+          if (closed !== undefined && this.dispatchFollower(name, floor, head, holdMs > 0, closed.views)) {
             progressed = true
             break
           }
@@ -323,13 +328,13 @@ export class PoolAdmission {
    * With prefix routing: the endpoint caching `w`'s prompt (where the picker would send it
    * were every endpoint open) when the gates close that one to it; else undefined.
    */
-  private closedHome(w: Waiting, open: (v: EndpointView) => boolean): EndpointView | undefined {
+  private closedHome(w: Waiting, open: (v: EndpointView) => boolean): ClosedHome | undefined {
     if (!this.prefix.routes || !this.prefix.enabled || w.blocks === undefined) return undefined
     const views = this.pool.views()
     // every endpoint open (most of the time below capacity): no home is closed
     if (views.length < 2 || views.every(open)) return undefined
     const home = this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w))
-    return home === undefined || open(home) || cachedAt(w, home) <= 0 ? undefined : home
+    return home === undefined || open(home) || cachedAt(w, home) <= 0 ? undefined : { home, views }
   }
 
   /** The gates for `w` (of its class; `floor`: its class is served under its floor). */
@@ -349,8 +354,13 @@ export class PoolAdmission {
    * turn"). False when none is, or the head (not held: it could go elsewhere) was passed
    * over enough already.
    */
-  private dispatchFollower(name: string, head: Waiting, floor: boolean, headHeld: boolean): boolean {
-    const views = this.pool.views()
+  private dispatchFollower(
+    name: string,
+    floor: boolean,
+    head: Waiting,
+    headHeld: boolean,
+    views: readonly EndpointView[],
+  ): boolean {
     if (!headHeld && head.bypassed >= views.length) return false
     for (const w of this.queues.followers(name, FOLLOWER_WINDOW * views.length)) {
       if (w.blocks === undefined) continue
@@ -373,12 +383,9 @@ export class PoolAdmission {
    * How long to hold `w` for `home`, the endpoint that caches its prompt, while the gates
    * close that one to it (cache-hold.ts); 0: dispatch it now where it can go.
    */
-  private holdMs(w: Waiting, open: (v: EndpointView) => boolean, home: EndpointView): number {
-    const blocks = w.blocks
-    if (blocks === undefined) return 0
-    const computeAt = this.prefix.computeAt(blocks, w.promptTokens)
+  private holdMs(w: Waiting, open: (v: EndpointView) => boolean, { home, views }: ClosedHome): number {
+    const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
     const now = this.clock.now()
-    const views = this.pool.views()
     const ms = cacheHoldMs({
       views,
       open,
