@@ -63,10 +63,23 @@ export type ComputeAt = (v: EndpointView) => number
  * prefill-budget.ts) and the decode guard. The budget counts what the server must compute:
  * a prompt's prefix expected in the endpoint's cache is not prefill work (`computeAt`).
  */
+/** The time left in an engine step of live step time `stepMs` that took `inStepTokens` of prompt, begun `ageMs` ago, ms. */
+export type Residual = (stepMs: number | undefined, inStepTokens: number, ageMs: number) => number
+
+/** Where an endpoint's engine is in its step (EndpointGates.phase). */
+export interface Phase {
+  readonly inStepTokens: number
+  readonly residualMs: number
+}
+
+const NO_PHASE: Phase = { inStepTokens: 0, residualMs: 0 }
+
 export class EndpointGates {
   private readonly limits = new Map<string, GateLimits>()
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
+  /** When each endpoint's engine step in progress began: its last token event the gateway saw. */
+  private readonly stepStartAt = new Map<string, number>()
   /** admission.max_prefill_tokens_per_endpoint, when the operator set it. */
   private readonly budgetOverride: number | undefined
   /** The tightest TTFT objective of the classes refused on it (the budget's time bound). */
@@ -187,28 +200,53 @@ export class EndpointGates {
    * scrape, corrected, counts when it is longer: other clients, restarts), and their live
    * step time.
    */
-  serverView(views: readonly EndpointView[], meanPromptTokens: number): ServerView {
+  serverView(views: readonly EndpointView[], meanPromptTokens: number, residual: Residual): ServerView {
     let pending = 0
     let foreign = 0
     let steps = 0
     let measured = 0
+    let residualMs = 0
     for (const v of views) {
       const own = this.prefilling.at(v.name)
       const waiting = v.effective.waiting * meanPromptTokens
-      pending += Math.max(own, waiting)
-      foreign += Math.max(0, waiting - own)
       const s = this.guard.itl(v.name)
+      const phase = this.phase(v.name, s, residual)
+      pending += Math.max(own, waiting) - phase.inStepTokens
+      foreign += Math.max(0, waiting - own)
+      residualMs += phase.residualMs
       if (s !== undefined) {
         steps += s
         measured++
       }
     }
+    const n = Math.max(1, views.length)
     return {
       endpoints: views.length,
-      pendingTokens: pending / Math.max(1, views.length),
-      foreignTokens: foreign / Math.max(1, views.length),
+      pendingTokens: pending / n,
+      foreignTokens: foreign / n,
       stepMs: measured === 0 ? undefined : steps / measured,
+      residualMs: residualMs / n,
     }
+  }
+
+  /**
+   * Where `endpoint`'s engine is in its step now: the prompt tokens the gateway sent it before
+   * the step in progress began (the server took them into that step, so a request sent now
+   * waits for them only as long as the step has left), and that time left, by `residual`
+   * (the step's expected length from its live step time `stepMs` and those tokens, less the
+   * time since it began). A step begins when the last one ended: the gateway sees that end
+   * as the token it brought to every stream there. None seen yet: no step known in progress.
+   */
+  phase(endpoint: string, stepMs: number | undefined, residual: Residual): Phase {
+    const start = this.stepStartAt.get(endpoint)
+    if (start === undefined) return NO_PHASE
+    const inStepTokens = this.prefilling.sentBy(endpoint, start)
+    return { inStepTokens, residualMs: residual(stepMs, inStepTokens, this.clock.now() - start) }
+  }
+
+  /** An engine step of `endpoint` ended (a token reached the gateway from it) at `now`. */
+  stepEnded(endpoint: string, now: number): void {
+    this.stepStartAt.set(endpoint, now)
   }
 
   /**
@@ -249,7 +287,8 @@ export class EndpointGates {
    * the prompt (once). `joined`: told the prompt tokens sent there after it, until then.
    */
   dispatched(endpoint: string, promptTokens: number, expectedMs: number, joined?: JoinedSink): () => void {
-    return this.prefilling.add(endpoint, promptTokens, this.clock.now() + expectedMs, joined)
+    const now = this.clock.now()
+    return this.prefilling.add(endpoint, promptTokens, now + expectedMs, joined, now)
   }
 
   /** A stream's TPOT, in all or so far, for its class's TPOT margin (DecodeGuard.judgeTpot). */
@@ -264,6 +303,7 @@ export class EndpointGates {
 
   /** A gap between two tokens of a stream from `endpoint`: into its live ITL. Returns a window's mean when one closed. */
   observeGap(endpoint: string, gapMs: number, now: number): ItlWindow | undefined {
+    this.stepStartAt.set(endpoint, now)
     return this.guard.observe(endpoint, gapMs, now)
   }
 

@@ -211,8 +211,16 @@ export class PoolAdmission {
     const compute = w.promptTokens - cached
     w.computeTokens = compute
     w.facts = lease.endpoint.facts
-    w.serverFeatures = this.estimator.features(pending, compute, this.gates.itl(endpoint))
-    this.estimator.onDispatch(w.promptTokens, pending, learn && w.prediction.queueFeatures !== undefined)
+    const step = this.gates.itl(endpoint)
+    const phase = this.gates.phase(endpoint, step, this.predictor.residual)
+    w.pendingTokens = pending - phase.inStepTokens
+    w.serverFeatures = this.estimator.features(pending - phase.inStepTokens, compute, step, phase.residualMs)
+    this.estimator.onDispatch(
+      w.promptTokens,
+      pending - phase.inStepTokens,
+      learn && w.prediction.queueFeatures !== undefined,
+      phase.residualMs,
+    )
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
     const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w)
@@ -242,7 +250,8 @@ export class PoolAdmission {
   }
 
   /** A dispatched request's prompt was prefilled (its first token, or its end without one). */
-  prefilled(w: Waiting): void {
+  prefilled(w: Waiting, endpoint: string): void {
+    this.gates.stepEnded(endpoint, this.clock.now())
     learnFromFirstToken(w, this.estimator, this.ttft)
     this.schedulePump()
   }

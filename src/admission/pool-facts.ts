@@ -62,6 +62,6 @@ export class PoolFacts {
  * the endpoint's prefill rate; alone when it met no other prompt.
  */
 export function observePrefill(w: Waiting, prompt: number, serverMs: number): void {
-  const pending = (w.serverFeatures?.[1] ?? 0) - (w.computeTokens ?? 0)
+  const pending = w.pendingTokens
   w.facts?.observePrefill(pending + prompt + w.joinedTokens, serverMs, pending === 0 && w.joinedTokens === 0)
 }

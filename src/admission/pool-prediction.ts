@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js'
 import { GatewayError } from '../errors.js'
 import type { ClassQueues } from './class-queues.js'
 import { shedHopeless } from './early-refusal.js'
-import { type ComputeAt, type EndpointGates, type GateLimits, kvFits } from './gate.js'
+import { type ComputeAt, type EndpointGates, type GateLimits, kvFits, type Residual } from './gate.js'
 import type { PrefixAwareness } from './prefix-awareness.js'
 import type { RunningRequests } from './running.js'
 import type { Prediction, ServerView, TtftEstimator } from './ttft-estimator.js'
@@ -70,6 +70,10 @@ export class PoolPredictor {
     this.clock = p.clock
   }
 
+  /** The time left in an engine step (EndpointGates.phase), at the estimator's fitted prefill cost. */
+  readonly residual: Residual = (stepMs, inStepTokens, ageMs) =>
+    this.estimator.residualMs(stepMs, inStepTokens, ageMs)
+
   /** A request ended: the prompt tokens its server computed go into the mean. */
   learnPrompt(tokens: number): void {
     this.meanPrompt += PROMPT_ALPHA * (tokens - this.meanPrompt)
@@ -77,7 +81,7 @@ export class PoolPredictor {
 
   /** The servers as the estimator sees them now. */
   serverView(): ServerView {
-    return this.gates.serverView(this.pool.views(), this.meanPrompt)
+    return this.gates.serverView(this.pool.views(), this.meanPrompt, this.residual)
   }
 
   /**
@@ -98,7 +102,7 @@ export class PoolPredictor {
     session?: string,
   ): PoolPrediction {
     const views = this.pool.views()
-    const view = this.gates.serverView(views, this.meanPrompt)
+    const view = this.gates.serverView(views, this.meanPrompt, this.residual)
     const computeAt = this.prefix.computeAt(blocks, promptTokens)
     const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt)
     const blocked = !views.some(open)

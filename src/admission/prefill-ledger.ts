@@ -7,6 +7,8 @@
  */
 interface Entry {
   readonly tokens: number
+  /** When it was sent. */
+  readonly sentAt: number
   /** When its first token is expected (the estimator's server time at dispatch). */
   readonly doneAt: number
   readonly joined: JoinedSink | undefined
@@ -53,14 +55,14 @@ export class PrefillLedger {
    * Counts `tokens` sent to `endpoint`, expected prefilled at `doneAt`; the returned
    * function uncounts them (once).
    */
-  add(endpoint: string, tokens: number, doneAt: number, joined?: JoinedSink): () => void {
+  add(endpoint: string, tokens: number, doneAt: number, joined?: JoinedSink, sentAt = 0): () => void {
     let e = this.byEndpoint.get(endpoint)
     if (e === undefined) {
       e = { tokens: 0, entries: [] }
       this.byEndpoint.set(endpoint, e)
     }
     const ep = e
-    const entry: Entry = { tokens, doneAt, joined }
+    const entry: Entry = { tokens, sentAt, doneAt, joined }
     for (const other of ep.entries) if (other.joined !== undefined) other.joined.joinedTokens += tokens
     ep.tokens += tokens
     ep.entries.push(entry)
@@ -71,6 +73,18 @@ export class PrefillLedger {
       ep.tokens -= tokens
       ep.entries.splice(ep.entries.indexOf(entry), 1)
     }
+  }
+
+  /**
+   * Of the tokens awaiting their first token at `endpoint`, those sent at or before `t`
+   * (the start of the engine step in progress: the server took them into it).
+   */
+  sentBy(endpoint: string, t: number): number {
+    const e = this.byEndpoint.get(endpoint)
+    if (e === undefined) return 0
+    let n = 0
+    for (const x of e.entries) if (x.sentAt <= t) n += x.tokens
+    return n
   }
 
   /**

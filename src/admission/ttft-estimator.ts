@@ -5,7 +5,7 @@
  *
  *   TTFT = queue wait + server time
  *   queue wait  = 0 when the request can be dispatched at once, else  κ + ν · B + (λ · Q + μ · O) / D
- *   server time = α + β · P + γ · S
+ *   server time = α + β · P + γ · S + δ · R
  *
  *   Q = prompt tokens queued in the gateway ahead of this request (its class and those
  *       above);
@@ -25,8 +25,15 @@
  *       that queued requests met when dispatched (plus what waits at the servers beyond
  *       the gateway's own requests);
  *   S = the endpoint's engine step time now (its streams' live inter-token latency): a
- *       request waits for the step in progress, then is prefilled in a step as long as the
- *       running batch and the other prompts in it make it.
+ *       request is prefilled in a step as long as the running batch and the other prompts
+ *       in it make it;
+ *   R = the time left in the step in progress, which a request sent now waits for first:
+ *       the gateway sees each step end (the token it brings every stream there), so it
+ *       knows when the step in progress began and which of its prompts the server took into
+ *       it (those sent before; they are left out of P): R = S + their prefill − the time
+ *       since the step began, at least 0 (EndpointGates.phase). For a request that must
+ *       queue, the mean R that queued requests met at dispatch. Without R, γ priced a mean
+ *       half step in progress where it may be a long prefill nearly done or just begun.
  *
  * κ (the wait for a gate to open when nothing is queued ahead: a decode window to close),
  * λ, μ and ν start at 0, 1, 1 and 1 and are fitted online by recursive least
@@ -35,8 +42,8 @@
  * least wait of those refused from the queue where it passes their prediction (their wait
  * so far, plus what was still ahead at the measured dispatch rate; fitted to the dispatched
  * alone, the model would know only the short waits); α (fixed
- * cost: the network, scheduling), β (ms per prompt token) and γ (steps) start from the
- * config hints (0, 1 / prefill tokens/s, 1.5) and are fitted to every streamed request's
+ * cost: the network, scheduling), β (ms per prompt token), γ (steps) and δ start from the
+ * config hints (0, 1 / prefill tokens/s, 1.5, 1) and are fitted to every streamed request's
  * time from dispatch to first token, of every class (the engine does not know classes, and
  * so the fit keeps learning while a class is refused), against the P and S its endpoint
  * had at dispatch. D starts from the prefill hint. The error is judged on the whole
@@ -68,6 +75,8 @@ export interface ServerView {
   readonly foreignTokens: number
   /** The endpoints' step time now (mean live inter-token latency), ms; undefined when unmeasured. */
   readonly stepMs: number | undefined
+  /** The time left in the engine step in progress (mean; EndpointGates.phase), ms. */
+  readonly residualMs: number
 }
 
 export interface Prediction {
@@ -115,6 +124,8 @@ export class TtftEstimator {
   private backloggedSince: number | undefined = undefined
   /** Mean prompt tokens pending at the endpoint when a queued request was dispatched. */
   private queuedPending = 0
+  /** Mean time left in the engine's step then, ms. */
+  private queuedResidual = 0
   private samples = 0
   private meanAbsErr = 0
   private meanErr = 0
@@ -151,9 +162,20 @@ export class TtftEstimator {
     if (!this.rateMeasured) this.rateTokens = hints.prefillTokensPerS * (this.rateMs / 1000)
   }
 
-  /** Server-side features of a request at an endpoint: [1, P, S]. */
-  features(pendingTokens: number, ownTokens: number, stepMs: number | undefined): number[] {
-    return [1, pendingTokens + ownTokens, stepMs ?? this.stepPriorMs]
+  /** Server-side features of a request at an endpoint: [1, P, S, R]. */
+  features(pendingTokens: number, ownTokens: number, stepMs: number | undefined, residualMs = 0): number[] {
+    return [1, pendingTokens + ownTokens, stepMs ?? this.stepPriorMs, residualMs]
+  }
+
+  /**
+   * The time left in an engine step begun `ageMs` ago, at a live step time of `stepMs`, that
+   * took `inStepTokens` of prompt to prefill: its expected length (a step, and those tokens at
+   * the fitted prefill cost) less its age; 0 once that is past (an idle engine begins a step
+   * when a request comes).
+   */
+  residualMs(stepMs: number | undefined, inStepTokens: number, ageMs: number): number {
+    const length = (stepMs ?? this.stepPriorMs) + this.msPerPromptToken() * inStepTokens
+    return Math.max(0, length - ageMs)
   }
 
   /**
@@ -231,7 +253,8 @@ export class TtftEstimator {
     // prompts pending there now but what queued requests typically meet at dispatch, and
     // the servers' own queues of other clients' requests, which stay ahead of it.
     const pending = queued === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens
-    const serverMs = this.serverMs(this.features(pending, computeTokens, view.stepMs))
+    const residual = queued === undefined ? view.residualMs : this.queuedResidual
+    const serverMs = this.serverMs(this.features(pending, computeTokens, view.stepMs, residual))
     return { queueFeatures: queued, queueMs, serverMs, totalMs: queueMs + serverMs }
   }
 
@@ -253,10 +276,14 @@ export class TtftEstimator {
 
   /**
    * `tokens` of prompt were dispatched to an endpoint that had `pendingTokens` not yet
-   * prefilled; `queued`: the request had waited in the queue.
+   * prefilled (beyond those in the step in progress) and `residualMs` left in that step;
+   * `queued`: the request had waited in the queue.
    */
-  onDispatch(tokens: number, pendingTokens: number, queued: boolean): void {
-    if (queued) this.queuedPending += PENDING_ALPHA * (pendingTokens - this.queuedPending)
+  onDispatch(tokens: number, pendingTokens: number, queued: boolean, residualMs = 0): void {
+    if (queued) {
+      this.queuedPending += PENDING_ALPHA * (pendingTokens - this.queuedPending)
+      this.queuedResidual += PENDING_ALPHA * (residualMs - this.queuedResidual)
+    }
     if (this.backloggedSince === undefined) return
     const now = this.clock.now()
     this.rateMeasured = true
@@ -300,11 +327,11 @@ export class TtftEstimator {
   }
 
   state(): object {
-    const [alpha, beta, gamma] = this.rls.w
+    const [alpha, beta, gamma, delta] = this.rls.w
     const [kappa, lambda, mu, nu] = this.queueRls.w
     return {
       model:
-        'ttft = (queued ? kappa + nu * ms_until_prefill_budget_has_room + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * ((queued ? pending_at_dispatch : pending_prompt_tokens) + own_tokens_to_compute) + gamma * step_ms',
+        'ttft = (queued ? kappa + nu * ms_until_prefill_budget_has_room + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * ((queued ? pending_at_dispatch : pending_prompt_tokens) + own_tokens_to_compute) + gamma * step_ms + delta * (queued ? residual_at_dispatch : ms_left_in_the_step_in_progress)',
       priors: { stepMs: round(this.stepPriorMs), prefillTokensPerS: Math.round(this.prefillPrior) },
       dispatchTokensPerMs: round(this.dispatchRate(), 3),
       queuedPendingTokens: Math.round(this.queuedPending),
@@ -315,6 +342,8 @@ export class TtftEstimator {
       alphaMs: round(alpha ?? 0),
       betaMsPerToken: round(beta ?? 0, 5),
       gammaSteps: round(gamma ?? 0, 3),
+      deltaResidual: round(delta ?? 0, 3),
+      queuedResidualMs: round(this.queuedResidual),
       samples: this.samples,
       meanAbsRelativeError: round(this.meanAbsErr, 3),
       meanRelativeError: round(this.meanErr, 3),
@@ -342,7 +371,7 @@ function queueFeatures(aheadTokens: number, ownTokens: number, rate: number, roo
 function serverRls(hints: EstimatorHints): Rls {
   const step = hints.stepMs
   const beta = 1000 / hints.prefillTokensPerS
-  return new Rls([0, beta, 1.5], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step])
+  return new Rls([0, beta, 1.5, 1], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step, 1 / step])
 }
 
 function round(v: number, digits = 2): number {

@@ -19,6 +19,8 @@ export class Waiting implements Queued {
   readonly lease: Promise<Lease | GatewayError>
   /** The estimator's server-side features at dispatch (set by the dispatcher). */
   serverFeatures: readonly number[] | undefined = undefined
+  /** Prompt tokens awaiting their first token at its endpoint when it was dispatched (its own not counted). */
+  pendingTokens = 0
   /** Of its prompt tokens, those its endpoint was expected to compute (set at dispatch). */
   computeTokens: number | undefined = undefined
   /** Prompt tokens sent to its endpoint after it and before its first token (prefill-ledger.ts). */
@@ -102,7 +104,7 @@ export class AdmittedLease implements Lease {
 
   prefilled(): void {
     this.uncount()
-    this.owner.prefilled(this.w)
+    this.owner.prefilled(this.w, this.inner.endpoint.name)
   }
 
   tokenGap(_t: Ticket, gapMs: number, now: number): void {

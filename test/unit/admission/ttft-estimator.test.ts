@@ -8,6 +8,7 @@ const view = (pendingTokens: number, stepMs?: number) => ({
   pendingTokens,
   foreignTokens: 0,
   stepMs,
+  residualMs: 0,
 })
 
 /** A seeded uniform [0, 1) stream (a linear congruential generator): the same draws every run. */
