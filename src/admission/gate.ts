@@ -55,14 +55,6 @@ export function kvFits(e: EndpointView, limits: GateLimits, kvTokens: number): b
 /** Of a request's prompt, the tokens a given endpoint must compute (its cached prefix excluded). */
 export type ComputeAt = (v: EndpointView) => number
 
-/**
- * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
- * class's limit), the prefill budget (the gateway keeps at most the endpoint's budget of
- * prompt tokens to compute awaiting their first token at one endpoint, always one request,
- * so the queue forms in the gateway, in priority order, and not in the server's FCFS queue;
- * prefill-budget.ts) and the decode guard. The budget counts what the server must compute:
- * a prompt's prefix expected in the endpoint's cache is not prefill work (`computeAt`).
- */
 /** The time left in an engine step of live step time `stepMs` that took `inStepTokens` of prompt, begun `ageMs` ago, ms. */
 export type Residual = (stepMs: number | undefined, inStepTokens: number, ageMs: number) => number
 
@@ -74,6 +66,14 @@ export interface Phase {
 
 const NO_PHASE: Phase = { inStepTokens: 0, residualMs: 0 }
 
+/**
+ * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
+ * class's limit), the prefill budget (the gateway keeps at most the endpoint's budget of
+ * prompt tokens to compute awaiting their first token at one endpoint, always one request,
+ * so the queue forms in the gateway, in priority order, and not in the server's FCFS queue;
+ * prefill-budget.ts) and the decode guard. The budget counts what the server must compute:
+ * a prompt's prefix expected in the endpoint's cache is not prefill work (`computeAt`).
+ */
 export class EndpointGates {
   private readonly limits = new Map<string, GateLimits>()
   private readonly prefilling = new PrefillLedger()
@@ -197,8 +197,8 @@ export class EndpointGates {
   /**
    * What the estimator reads of these endpoints now: the prompt tokens the gateway sent
    * each and that are not prefilled yet (the endpoint's own waiting queue, by its last
-   * scrape, corrected, counts when it is longer: other clients, restarts), and their live
-   * step time.
+   * scrape, corrected, counts when it is longer: other clients, restarts), less those in the
+   * engine step in progress; their live step time; and the time that step has left (phase).
    */
   serverView(views: readonly EndpointView[], meanPromptTokens: number, residual: Residual): ServerView {
     let pending = 0

@@ -45,7 +45,7 @@
  * cost: the network, scheduling), β (ms per prompt token), γ (steps) and δ start from the
  * config hints (0, 1 / prefill tokens/s, 1.5, 1) and are fitted to every streamed request's
  * time from dispatch to first token, of every class (the engine does not know classes, and
- * so the fit keeps learning while a class is refused), against the P and S its endpoint
+ * so the fit keeps learning while a class is refused), against the P, S and R its endpoint
  * had at dispatch. D starts from the prefill hint. The error is judged on the whole
  * prediction (arrival to first token) of the classes refused on it.
  *

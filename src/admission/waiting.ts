@@ -19,7 +19,7 @@ export class Waiting implements Queued {
   readonly lease: Promise<Lease | GatewayError>
   /** The estimator's server-side features at dispatch (set by the dispatcher). */
   serverFeatures: readonly number[] | undefined = undefined
-  /** Prompt tokens awaiting their first token at its endpoint when it was dispatched (its own not counted). */
+  /** Prompt tokens awaiting their first token at its endpoint when it was dispatched, beyond those in the step in progress (its own not counted). */
   pendingTokens = 0
   /** Of its prompt tokens, those its endpoint was expected to compute (set at dispatch). */
   computeTokens: number | undefined = undefined
