@@ -65,6 +65,8 @@ export interface Phase {
 }
 
 const NO_PHASE: Phase = { inStepTokens: 0, residualMs: 0 }
+/** Token events from one endpoint this close together end the same engine step, ms. */
+const SAME_STEP_MS = 1
 
 /**
  * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
@@ -78,8 +80,8 @@ export class EndpointGates {
   private readonly limits = new Map<string, GateLimits>()
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
-  /** When each endpoint's engine step in progress began: its last token event the gateway saw. */
-  private readonly stepStartAt = new Map<string, number>()
+  /** When each endpoint's engine step in progress began (its last step end the gateway saw), and the one before. */
+  private readonly steps = new Map<string, { start: number; prev: number | undefined }>()
   /** admission.max_prefill_tokens_per_endpoint, when the operator set it. */
   private readonly budgetOverride: number | undefined
   /** The tightest TTFT objective of the classes refused on it (the budget's time bound). */
@@ -238,15 +240,31 @@ export class EndpointGates {
    * as the token it brought to every stream there. None seen yet: no step known in progress.
    */
   phase(endpoint: string, stepMs: number | undefined, residual: Residual): Phase {
-    const start = this.stepStartAt.get(endpoint)
+    const start = this.steps.get(endpoint)?.start
     if (start === undefined) return NO_PHASE
     const inStepTokens = this.prefilling.sentBy(endpoint, start)
     return { inStepTokens, residualMs: residual(stepMs, inStepTokens, this.clock.now() - start) }
   }
 
-  /** An engine step of `endpoint` ended (a token reached the gateway from it) at `now`. */
+  /**
+   * An engine step of `endpoint` ended (a token reached the gateway from it) at `now`. The
+   * tokens one step brings its streams reach the gateway within SAME_STEP_MS of each other:
+   * they end one step, not one each.
+   */
   stepEnded(endpoint: string, now: number): void {
-    this.stepStartAt.set(endpoint, now)
+    const s = this.steps.get(endpoint)
+    if (s === undefined) this.steps.set(endpoint, { start: now, prev: undefined })
+    else if (now - s.start > SAME_STEP_MS) {
+      s.prev = s.start
+      s.start = now
+    }
+  }
+
+  /** When the step of `endpoint` that ended at `now` (stepEnded) began; undefined when unknown. */
+  stepBegan(endpoint: string, now: number): number | undefined {
+    const s = this.steps.get(endpoint)
+    if (s === undefined) return undefined
+    return now - s.start > SAME_STEP_MS ? s.start : s.prev
   }
 
   /**
@@ -303,7 +321,7 @@ export class EndpointGates {
 
   /** A gap between two tokens of a stream from `endpoint`: into its live ITL. Returns a window's mean when one closed. */
   observeGap(endpoint: string, gapMs: number, now: number): ItlWindow | undefined {
-    this.stepStartAt.set(endpoint, now)
+    this.stepEnded(endpoint, now)
     return this.guard.observe(endpoint, gapMs, now)
   }
 

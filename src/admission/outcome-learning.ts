@@ -16,12 +16,23 @@ import type { TtftEstimator } from './ttft-estimator.js'
 import type { TtftObjectives } from './ttft-objectives.js'
 import type { Waiting } from './waiting.js'
 
-export function learnFromFirstToken(w: Waiting, estimator: TtftEstimator, ttft: TtftObjectives): void {
+export function learnFromFirstToken(
+  w: Waiting,
+  estimator: TtftEstimator,
+  ttft: TtftObjectives,
+  joinedTokens = 0,
+): void {
   const t = w.ticket
   if (t.firstTokenAt === undefined || t.dispatchedAt === undefined || w.serverFeatures === undefined) return
   // Every class teaches the server part (the engine does not know classes), so it keeps
   // learning while a class is refused; only the queue part is per-class (PoolAdmission.start).
-  estimator.observeServer(w.serverFeatures, t.firstTokenAt - t.dispatchedAt)
+  // Its features as they turned out: the prompts sent after it that shared its step, not
+  // those expected at its dispatch.
+  const queued = w.prediction.queueFeatures !== undefined
+  const features = [...w.serverFeatures]
+  features[1] = (features[1] ?? 0) + joinedTokens - w.expectedJoined
+  estimator.observeServer(features, t.firstTokenAt - t.dispatchedAt)
+  estimator.onJoined(joinedTokens, queued)
   const ttftMs = t.firstTokenAt - t.arrivedAt
   if (ttft.learnsFrom(w.className)) estimator.judge(w.prediction, ttftMs)
   ttft.observe(w.className, t.slo?.ttft_ms, w.prediction.totalMs, ttftMs)

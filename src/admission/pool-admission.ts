@@ -214,7 +214,14 @@ export class PoolAdmission {
     const step = this.gates.itl(endpoint)
     const phase = this.gates.phase(endpoint, step, this.predictor.residual)
     w.pendingTokens = pending - phase.inStepTokens
-    w.serverFeatures = this.estimator.features(pending - phase.inStepTokens, compute, step, phase.residualMs)
+    // the prompts expected to be sent after it and share its step count as prefill it meets
+    w.expectedJoined = this.estimator.expectedJoined(w.prediction.queueFeatures !== undefined)
+    w.serverFeatures = this.estimator.features(
+      w.pendingTokens + w.expectedJoined,
+      compute,
+      step,
+      phase.residualMs,
+    )
     this.estimator.onDispatch(
       w.promptTokens,
       pending - phase.inStepTokens,
@@ -251,8 +258,11 @@ export class PoolAdmission {
 
   /** A dispatched request's prompt was prefilled (its first token, or its end without one). */
   prefilled(w: Waiting, endpoint: string): void {
-    this.gates.stepEnded(endpoint, this.clock.now())
-    learnFromFirstToken(w, this.estimator, this.ttft)
+    const now = this.clock.now()
+    this.gates.stepEnded(endpoint, now)
+    const began = this.gates.stepBegan(endpoint, now)
+    const joined = began === undefined ? 0 : w.joinedBy(began)
+    learnFromFirstToken(w, this.estimator, this.ttft, joined)
     this.schedulePump()
   }
 

@@ -15,12 +15,12 @@ interface Entry {
 }
 
 /**
- * Told the prompt tokens sent to the same endpoint after it and before its first token:
- * they may share its prefill step, and so its time to first token (the engine facts learn
- * the prefill rate from all the tokens a request's prefill met).
+ * Told the prompt tokens sent to the same endpoint after it and before its first token, and
+ * when: those sent before its step began shared that step, and so its time to first token
+ * (the estimator and the engine facts learn from all the tokens a request's prefill met).
  */
 export interface JoinedSink {
-  joinedTokens: number
+  join(tokens: number, sentAt: number): void
 }
 
 interface Endpoint {
@@ -63,7 +63,7 @@ export class PrefillLedger {
     }
     const ep = e
     const entry: Entry = { tokens, sentAt, doneAt, joined }
-    for (const other of ep.entries) if (other.joined !== undefined) other.joined.joinedTokens += tokens
+    for (const other of ep.entries) other.joined?.join(tokens, sentAt)
     ep.tokens += tokens
     ep.entries.push(entry)
     let done = false

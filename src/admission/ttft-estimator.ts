@@ -23,7 +23,11 @@
  *       to hold in its prefix cache (prefix-awareness.ts; the whole prompt when prefix
  *       awareness is off); for a request that must queue, the pending part is the mean
  *       that queued requests met when dispatched (plus what waits at the servers beyond
- *       the gateway's own requests);
+ *       the gateway's own requests); and the prompts expected to be sent after it and
+ *       before its step begins, which share that step (an engine takes all it has into its
+ *       next step; queued requests are dispatched in bursts): the mean that joined the step
+ *       of a request queued on arrival, or of one not, learned at each first token, when the
+ *       fit learns from the tokens that did join;
  *   S = the endpoint's engine step time now (its streams' live inter-token latency): a
  *       request is prefilled in a step as long as the running batch and the other prompts
  *       in it make it;
@@ -126,6 +130,12 @@ export class TtftEstimator {
   private queuedPending = 0
   /** Mean time left in the engine's step then, ms. */
   private queuedResidual = 0
+  /**
+   * Mean prompt tokens sent after a request that shared the step of its first token, for
+   * requests queued on arrival (dispatched in bursts when the budget frees) and the others.
+   */
+  private joinedQueued = 0
+  private joinedOnce = 0
   private samples = 0
   private meanAbsErr = 0
   private meanErr = 0
@@ -252,7 +262,9 @@ export class TtftEstimator {
     // A queued request is dispatched when its endpoint has room: it will not meet the
     // prompts pending there now but what queued requests typically meet at dispatch, and
     // the servers' own queues of other clients' requests, which stay ahead of it.
-    const pending = queued === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens
+    const pending =
+      (queued === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens) +
+      this.expectedJoined(queued !== undefined)
     const residual = queued === undefined ? view.residualMs : this.queuedResidual
     const serverMs = this.serverMs(this.features(pending, computeTokens, view.stepMs, residual))
     return { queueFeatures: queued, queueMs, serverMs, totalMs: queueMs + serverMs }
@@ -291,6 +303,17 @@ export class TtftEstimator {
     this.rateMs = this.rateMs * RATE_DECAY + (now - this.backloggedSince)
     this.rateCount = this.rateCount * RATE_DECAY + 1
     this.backloggedSince = now
+  }
+
+  /** The prompt tokens sent after a request expected to share its prefill step (`queued`: it was queued on arrival). */
+  expectedJoined(queued: boolean): number {
+    return queued ? this.joinedQueued : this.joinedOnce
+  }
+
+  /** A request's first token: `tokens` sent after it shared its step (`queued`: it was queued on arrival). */
+  onJoined(tokens: number, queued: boolean): void {
+    if (queued) this.joinedQueued += PENDING_ALPHA * (tokens - this.joinedQueued)
+    else this.joinedOnce += PENDING_ALPHA * (tokens - this.joinedOnce)
   }
 
   /** Learns the queue model from a request that was queued on arrival and has been dispatched. */
@@ -344,6 +367,7 @@ export class TtftEstimator {
       gammaSteps: round(gamma ?? 0, 3),
       deltaResidual: round(delta ?? 0, 3),
       queuedResidualMs: round(this.queuedResidual),
+      joinedTokens: { queued: Math.round(this.joinedQueued), atOnce: Math.round(this.joinedOnce) },
       samples: this.samples,
       meanAbsRelativeError: round(this.meanAbsErr, 3),
       meanRelativeError: round(this.meanErr, 3),

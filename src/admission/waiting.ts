@@ -23,8 +23,12 @@ export class Waiting implements Queued {
   pendingTokens = 0
   /** Of its prompt tokens, those its endpoint was expected to compute (set at dispatch). */
   computeTokens: number | undefined = undefined
-  /** Prompt tokens sent to its endpoint after it and before its first token (prefill-ledger.ts). */
+  /** Prompt tokens sent to its endpoint after it and before its first token, with when (prefill-ledger.ts). */
+  private joined: number[] = []
+  /** Of those, the tokens sent before the step that brought its first token began: they shared it. */
   joinedTokens = 0
+  /** The joined tokens the estimator expected at its dispatch (its features include them). */
+  expectedJoined = 0
   /** Its endpoint's engine facts, which learn from its first token (set at dispatch). */
   facts: EngineFactsView | undefined = undefined
   /** Set when placed in a queue. */
@@ -68,6 +72,23 @@ export class Waiting implements Queued {
   /** Dispatched from the queue, or shed from it. */
   resolve(r: Lease | GatewayError): void {
     this.settle(r)
+  }
+
+  /** `tokens` of prompt were sent to its endpoint at `sentAt`, after it (JoinedSink). */
+  join(tokens: number, sentAt: number): void {
+    this.joined.push(sentAt, tokens)
+  }
+
+  /**
+   * Its first token came, from a step begun at `stepBegan`: the prompt tokens sent after it
+   * and by then shared that step (joinedTokens); returns them.
+   */
+  joinedBy(stepBegan: number): number {
+    let n = 0
+    for (let i = 0; i < this.joined.length; i += 2) if (this.joined[i]! <= stepBegan) n += this.joined[i + 1]!
+    this.joined = []
+    this.joinedTokens = n
+    return n
   }
 }
 
