@@ -213,21 +213,17 @@ export class PoolAdmission {
     w.facts = lease.endpoint.facts
     const step = this.gates.itl(endpoint)
     const phase = this.gates.phase(endpoint, step, this.predictor.residual)
+    const queuedOnArrival = w.prediction.queueFeatures !== undefined
     w.pendingTokens = pending - phase.inStepTokens
     // the prompts expected to be sent after it and share its step count as prefill it meets
-    w.expectedJoined = this.estimator.expectedJoined(w.prediction.queueFeatures !== undefined)
+    w.expectedJoined = this.estimator.expectedJoined(queuedOnArrival)
     w.serverFeatures = this.estimator.features(
       w.pendingTokens + w.expectedJoined,
       compute,
       step,
       phase.residualMs,
     )
-    this.estimator.onDispatch(
-      w.promptTokens,
-      pending - phase.inStepTokens,
-      learn && w.prediction.queueFeatures !== undefined,
-      phase.residualMs,
-    )
+    this.estimator.onDispatch(w.promptTokens, w.pendingTokens, learn && queuedOnArrival, phase.residualMs)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
     const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w)

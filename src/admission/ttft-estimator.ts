@@ -60,6 +60,7 @@
  * latest (the idle prediction, the S of an endpoint not measured now).
  */
 import type { Clock } from '../clock.js'
+import { DispatchRate } from './dispatch-rate.js'
 import { Rls } from './rls.js'
 
 export interface EstimatorHints {
@@ -96,8 +97,6 @@ export interface Prediction {
 const ERROR_ALPHA = 0.05
 const RLS_FORGETTING = 0.995
 const PENDING_ALPHA = 0.05
-/** Weight kept per dispatch by the dispatch-rate meter (about the last 50 dispatches). */
-const RATE_DECAY = 0.98
 /**
  * How far λ, μ and ν may start from 1, per step of noise. Their features are waits of
  * hundreds of ms where κ's is 1, so a wide spread lets the first few waits (the short ones
@@ -113,19 +112,13 @@ export const RESEED_BELOW = 8
 const PRIOR_CHANGE = 0.05
 
 export class TtftEstimator {
-  private readonly clock: Clock
   private rls: Rls
   private readonly queueRls: Rls
   private stepPriorMs: number
   private prefillPrior: number
   private serverSamples = 0
-  private rateMeasured = false
-  /** Dispatch-rate meter: decayed sums of tokens dispatched and of backlogged time. */
-  private rateTokens: number
-  private rateMs = 1000
-  /** Decayed count of the dispatches measured (the prior counts as one). */
-  private rateCount = 1
-  private backloggedSince: number | undefined = undefined
+  /** D: the pool's dispatch rate from a backlogged queue. */
+  private readonly rate: DispatchRate
   /** Mean prompt tokens pending at the endpoint when a queued request was dispatched. */
   private queuedPending = 0
   /** Mean time left in the engine's step then, ms. */
@@ -141,7 +134,6 @@ export class TtftEstimator {
   private meanErr = 0
 
   constructor(hints: EstimatorHints, clock: Clock) {
-    this.clock = clock
     this.stepPriorMs = hints.stepMs
     this.prefillPrior = hints.prefillTokensPerS
     this.rls = serverRls(hints)
@@ -152,7 +144,7 @@ export class TtftEstimator {
       QUEUE_SPREAD / step,
       QUEUE_SPREAD / step,
     ])
-    this.rateTokens = hints.prefillTokensPerS
+    this.rate = new DispatchRate(clock, hints.prefillTokensPerS)
   }
 
   /**
@@ -169,7 +161,7 @@ export class TtftEstimator {
       this.rls = serverRls(hints)
       this.serverSamples = 0
     }
-    if (!this.rateMeasured) this.rateTokens = hints.prefillTokensPerS * (this.rateMs / 1000)
+    this.rate.adoptPrior(hints.prefillTokensPerS)
   }
 
   /** Server-side features of a request at an endpoint: [1, P, S, R]. */
@@ -207,24 +199,9 @@ export class TtftEstimator {
     return this.stepPriorMs
   }
 
-  /**
-   * Prompt tokens per ms the pool dispatches from a backlogged queue (the pool's total). The
-   * time since the last dispatch of a backlog counts too, beyond the mean gap between
-   * dispatches: a queue that has not moved for much longer than usual is draining slower
-   * than its last dispatches said (a cold start on optimistic priors, a server that slowed
-   * down), and the requests arriving behind it must know.
-   */
+  /** Prompt tokens per ms the pool dispatches from a backlogged queue (the pool's total; dispatch-rate.ts). */
   dispatchRate(): number {
-    if (this.backloggedSince === undefined) return this.measuredRate()
-    // beyond the mean gap between dispatches: a gap as long as usual says nothing new
-    const meanGap = this.rateMs / this.rateCount
-    const overdue = Math.max(0, this.clock.now() - this.backloggedSince - meanGap)
-    return this.rateTokens / (this.rateMs + overdue)
-  }
-
-  /** The dispatch rate of the dispatches measured, the current gap left out. */
-  private measuredRate(): number {
-    return this.rateTokens / this.rateMs
+    return this.rate.now()
   }
 
   /**
@@ -234,7 +211,7 @@ export class TtftEstimator {
    * when the queue as measured says it cannot make it, not on a gap that may end now.
    */
   queuedWaitMs(aheadTokens: number, ownTokens: number): number {
-    return this.queueMs(queueFeatures(aheadTokens, ownTokens, this.measuredRate(), 0))
+    return this.queueMs(queueFeatures(aheadTokens, ownTokens, this.rate.measuredRate(), 0))
   }
 
   private queueMs(features: readonly number[]): number {
@@ -282,8 +259,7 @@ export class TtftEstimator {
 
   /** The pool's queue went from empty to backlogged, or back (`backlogged` false). */
   onBacklog(backlogged: boolean): void {
-    if (backlogged) this.backloggedSince ??= this.clock.now()
-    else this.backloggedSince = undefined
+    this.rate.onBacklog(backlogged)
   }
 
   /**
@@ -296,13 +272,7 @@ export class TtftEstimator {
       this.queuedPending += PENDING_ALPHA * (pendingTokens - this.queuedPending)
       this.queuedResidual += PENDING_ALPHA * (residualMs - this.queuedResidual)
     }
-    if (this.backloggedSince === undefined) return
-    const now = this.clock.now()
-    this.rateMeasured = true
-    this.rateTokens = this.rateTokens * RATE_DECAY + tokens
-    this.rateMs = this.rateMs * RATE_DECAY + (now - this.backloggedSince)
-    this.rateCount = this.rateCount * RATE_DECAY + 1
-    this.backloggedSince = now
+    this.rate.onDispatch(tokens)
   }
 
   /** The prompt tokens sent after a request expected to share its prefill step (`queued`: it was queued on arrival). */
