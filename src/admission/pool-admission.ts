@@ -7,15 +7,16 @@
  * ends (its lease is released), a scrape lands, a deadline passes. Never a busy loop.
  * Its other parts, each in its file: predictions for requests not yet placed, early refusal
  * among them (pool-prediction.ts), the classes' TTFT objectives and margins
- * (ttft-objectives.ts), the endpoints' engine facts (pool-facts.ts), and what an ended
- * request teaches (outcome-learning.ts).
+ * (ttft-objectives.ts), the endpoints' engine facts (pool-facts.ts), what an ended
+ * request teaches (outcome-learning.ts), and prefix routing's choices at dispatch: holds
+ * for a closed home and requests out of turn (cache-affinity.ts).
  */
 import { priorsFrom } from '../backends/engine-facts.js'
 import type { BackendPool, Endpoint, EndpointView, Lease } from '../backends/types.js'
 import type { Clock, TimerClock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import { cacheHoldMs } from './cache-hold.js'
+import { CacheAffinity } from './cache-affinity.js'
 import { ClassQueues } from './class-queues.js'
 import { DeadlineTimer } from './deadline-timer.js'
 import { SHED_INTERVAL_MS } from './early-refusal.js'
@@ -32,15 +33,6 @@ import { AdmittedLease, Waiting } from './waiting.js'
 
 export type { PoolPrediction }
 export { Waiting }
-
-/** Requests behind a head whose home is closed that may go first, per endpoint in the pool. */
-const FOLLOWER_WINDOW = 2
-
-/** A request's home (the endpoint caching its prompt), closed to it, and the views it was chosen among. */
-interface ClosedHome {
-  readonly home: EndpointView
-  readonly views: readonly EndpointView[]
-}
 
 export class PoolAdmission {
   readonly pool: BackendPool
@@ -70,8 +62,8 @@ export class PoolAdmission {
   private closed = false
   /** Until when the head of a queue is held for the endpoint caching its prompt (cache-hold.ts). */
   private holdUntil: number | undefined = undefined
-  /** Requests sent to their own open home ahead of a head whose home was closed (cache-hold.ts). */
-  private outOfTurn = 0
+  /** Prefix routing's choices at dispatch: holds for a closed home, requests out of turn (cache-affinity.ts). */
+  private readonly affinity: CacheAffinity
 
   /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
   private readonly timers: TimerClock | undefined
@@ -129,6 +121,20 @@ export class PoolAdmission {
       ttft: this.ttft,
       clock,
     })
+    this.affinity = new CacheAffinity({
+      pool,
+      prefix: this.prefix,
+      queues: this.queues,
+      gates: this.gates,
+      predictor: this.predictor,
+      estimator: this.estimator,
+      clock,
+      openFor: (w, floor) => this.openFor(w, floor),
+      dispatch: (w, lease, waitedMs) => {
+        this.afterDequeue()
+        w.resolve(this.start(w, lease, waitedMs))
+      },
+    })
   }
 
   /**
@@ -151,8 +157,7 @@ export class PoolAdmission {
     w.dispatchBy = deadline
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const open = this.openFor(w, false)
-      const closed = this.closedHome(w, open)
-      const holdMs = closed === undefined ? 0 : this.holdMs(w, open, closed)
+      const { holdMs } = this.affinity.weigh(w, open)
       const lease = holdMs > 0 ? undefined : this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
@@ -289,10 +294,12 @@ export class PoolAdmission {
           // guard the classes above keep closed), not the other gates.
           const floor = this.queues.underFloor(name)
           const open = this.openFor(head, floor)
-          const closed = this.closedHome(head, open)
-          const holdMs = closed === undefined ? 0 : this.holdMs(head, open, closed)
+          const { closed, holdMs } = this.affinity.weigh(head, open)
           // its home closed: a request behind it whose own home is open goes there first
-          if (closed !== undefined && this.dispatchFollower(name, floor, head, holdMs > 0, closed.views)) {
+          if (
+            closed !== undefined &&
+            this.affinity.dispatchFollower(name, floor, head, holdMs > 0, closed.views)
+          ) {
             progressed = true
             break
           }
@@ -339,19 +346,6 @@ export class PoolAdmission {
     this.timer.arm(hold === undefined || (deadline !== undefined && deadline < hold) ? deadline : hold)
   }
 
-  /**
-   * With prefix routing: the endpoint caching `w`'s prompt (where the picker would send it
-   * were every endpoint open) when the gates close that one to it; else undefined.
-   */
-  private closedHome(w: Waiting, open: (v: EndpointView) => boolean): ClosedHome | undefined {
-    if (!this.prefix.routes || !this.prefix.enabled || w.blocks === undefined) return undefined
-    const views = this.pool.views()
-    // every endpoint open (most of the time below capacity): no home is closed
-    if (views.length < 2 || views.every(open)) return undefined
-    const home = this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w))
-    return home === undefined || open(home) || cachedAt(w, home) <= 0 ? undefined : { home, views }
-  }
-
   /** The gates for `w` (of its class; `floor`: its class is served under its floor). */
   private openFor(w: Waiting, floor: boolean): (v: EndpointView) => boolean {
     return this.gates.open(
@@ -361,59 +355,6 @@ export class PoolAdmission {
       floor,
       this.prefix.computeAt(w.blocks, w.promptTokens),
     )
-  }
-
-  /**
-   * The head of class `name` cannot go to its home (closed): serve instead the oldest of
-   * the few requests behind it whose own home is open, there (cache-hold.ts, "Out of
-   * turn"). False when none is, or the head (not held: it could go elsewhere) was passed
-   * over enough already.
-   */
-  private dispatchFollower(
-    name: string,
-    floor: boolean,
-    head: Waiting,
-    headHeld: boolean,
-    views: readonly EndpointView[],
-  ): boolean {
-    if (!headHeld && head.bypassed >= views.length) return false
-    for (const w of this.queues.followers(name, FOLLOWER_WINDOW * views.length)) {
-      if (w.blocks === undefined) continue
-      const open = this.openFor(w, floor)
-      const home = this.pool.choose?.(views, w.kvTokens, this.prefix.hint(w))
-      if (home === undefined || !open(home) || cachedAt(w, home) <= 0) continue
-      const lease = this.pool.acquire(w.kvTokens, (v) => v.name === home.name && open(v), this.prefix.hint(w))
-      if (lease === undefined) continue
-      const out = this.queues.takeFrom(name, w)
-      head.bypassed++
-      this.outOfTurn++
-      this.afterDequeue()
-      w.resolve(this.start(w, lease, out?.waitedMs ?? 0))
-      return true
-    }
-    return false
-  }
-
-  /**
-   * How long to hold `w` for `home`, the endpoint that caches its prompt, while the gates
-   * close that one to it (cache-hold.ts); 0: dispatch it now where it can go.
-   */
-  private holdMs(w: Waiting, open: (v: EndpointView) => boolean, { home, views }: ClosedHome): number {
-    const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
-    const now = this.clock.now()
-    const ms = cacheHoldMs({
-      views,
-      open,
-      home,
-      busy: views.every((v) => v === home || !open(v) || this.gates.pendingAt(v.name) > 0),
-      slackMs: w.dispatchBy - now,
-      cachedAt: (v) => cachedAt(w, v),
-      reopenInMs: (v) => this.predictor.reopenInMs(v, w.className, w.kvTokens, w.promptTokens, computeAt),
-      msPerToken: this.estimator.msPerPromptToken(),
-      heldMs: w.heldSince === undefined ? 0 : now - w.heldSince,
-    })
-    if (ms > 0) w.heldSince ??= now
-    return ms
   }
 
   /** Holds the head of the queues for `ms` (the dispatcher runs again then, or when a gate opens). */
@@ -479,7 +420,7 @@ export class PoolAdmission {
       engineFacts: Object.fromEntries(this.pool.endpoints().map((e) => [e.name, e.facts?.state() ?? null])),
       estimator: this.estimator.state(),
       prefixCache: this.prefix.state(),
-      outOfTurn: this.outOfTurn,
+      outOfTurn: this.affinity.outOfTurn,
     }
   }
 
@@ -491,9 +432,4 @@ export class PoolAdmission {
       this.refuseQueued(w, new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }), now)
     }
   }
-}
-
-/** Prompt tokens `v` is expected to serve from its cache for `w`. */
-function cachedAt(w: Waiting, v: EndpointView): number {
-  return w.blocks === undefined ? 0 : (v.prefixCache?.expectedHit(w.blocks, w.promptTokens).cached ?? 0)
 }
