@@ -119,6 +119,8 @@ export class Ticket {
   outcome: Outcome = 'pending'
   /** GW_ERR_* code or reject reason, when there was one. */
   errorCode: string | undefined = undefined
+  /** Its place among the pipeline's requests in flight (src/slot-map.ts). */
+  slot = -1
 
   constructor(id: string, method: string, path: string, arrivedAt: number) {
     this.id = id

@@ -3,18 +3,20 @@
  * the first of them at an endpoint is expected to end: the earliest a batch slot or KV
  * room frees there (the honest Retry-After of a request refused for headroom).
  */
+import { SlotMap } from '../slot-map.js'
 import type { Waiting } from './waiting.js'
 
 export class RunningRequests {
-  private readonly byEndpoint = new Map<string, Set<Waiting>>()
+  /** Not Sets: see slot-map.ts. */
+  private readonly byEndpoint = new Map<string, SlotMap<Waiting, Waiting>>()
 
   add(endpoint: string, w: Waiting): void {
     let here = this.byEndpoint.get(endpoint)
     if (here === undefined) {
-      here = new Set()
+      here = new SlotMap()
       this.byEndpoint.set(endpoint, here)
     }
-    here.add(w)
+    here.set(w, w)
   }
 
   delete(endpoint: string, w: Waiting): void {

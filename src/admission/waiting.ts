@@ -46,6 +46,8 @@ export class Waiting implements Queued {
   gaps = 0
   /** Its TPOT was judged (its class's TPOT margin learned from it): once, early or at its end. */
   tpotJudged = false
+  /** Its place among the requests running at its endpoint (running.ts, src/slot-map.ts). */
+  slot = -1
   private settle: (r: Lease | GatewayError) => void = () => {}
 
   constructor(

@@ -12,6 +12,7 @@
  * numbers cannot include ("new"), and an entry opened before it that closes afterwards is
  * one the scraped numbers still include although it has finished ("done").
  */
+import { SlotMap } from '../slot-map.js'
 
 export interface LedgerEntryHandle {
   readonly tokens: number
@@ -19,6 +20,7 @@ export interface LedgerEntryHandle {
 
 class Entry implements LedgerEntryHandle {
   open = true
+  slot = -1
   constructor(
     readonly tokens: number,
     readonly epoch: number,
@@ -39,7 +41,8 @@ export interface LedgerSnapshot {
 }
 
 export class Ledger {
-  private readonly live = new Set<Entry>()
+  /** Not a Set: see src/slot-map.ts. */
+  private readonly live = new SlotMap<Entry, Entry>()
   private reqs = 0
   private toks = 0
   /** Number of the next scrape to be sent. */
@@ -63,7 +66,7 @@ export class Ledger {
   open(tokens: number, now = 0): LedgerEntryHandle {
     const t = Number.isFinite(tokens) && tokens > 0 ? tokens : 0
     const e = new Entry(t, this.nextEpoch - 1, now)
-    this.live.add(e)
+    this.live.set(e, e)
     this.reqs++
     this.toks += t
     // Opened after the applied scrape was sent: its numbers cannot include this request.

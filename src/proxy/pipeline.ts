@@ -8,6 +8,7 @@ import type { Clock } from '../clock.js'
 import { errorHeaders, GatewayError } from '../errors.js'
 import { Exchange, type ExchangeObserver } from '../exchange.js'
 import { ReceivedJson } from '../openai/json-body.js'
+import { SlotMap } from '../slot-map.js'
 import {
   buildStages,
   ENDED,
@@ -32,8 +33,8 @@ export class Pipeline {
   private readonly observers: readonly ExchangeObserver[]
   private inflight = 0
   private idleWaiters: (() => void)[] = []
-  /** The exchanges not ended yet (for stopAll). */
-  private readonly live = new Map<Ticket, GatewayRequest>()
+  /** The exchanges not ended yet (for stopAll). Not a Map: see slot-map.ts. */
+  private readonly live = new SlotMap<Ticket, GatewayRequest>()
   draining = false
 
   constructor(deps: PipelineDeps) {
@@ -89,7 +90,7 @@ export class Pipeline {
   async stopAll(flushMs = 500): Promise<void> {
     const err = new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 })
     const flushed: Promise<unknown>[] = []
-    for (const r of [...this.live.values()]) {
+    for (const r of this.live.values()) {
       r.exchange.stop(err)
       if (!r.res.writableFinished && !r.res.destroyed) {
         flushed.push(new Promise((resolve) => r.res.once('close', resolve).once('finish', resolve)))
