@@ -3,17 +3,28 @@
  * capacity in blocks (a server cannot hold more, and evicts the least recently used free
  * blocks first, as this does).
  *
- * A Map keeps insertion order, so deleting and re-inserting a key moves it to the most
- * recent end, and the first key is the least recently used: O(1) per block, no allocation
- * per block (the keys are numbers).
+ * A Map from hash to a node of a doubly linked list in recency order: a block sent again
+ * moves to the recent end by relinking its node, so the Map is written only when a block is
+ * new or forgotten. (Deleting and re-inserting each key, as an insertion-ordered Map allows,
+ * rehashed the Map's table every few prompts, and the young-generation collector promoted
+ * every replaced table: see src/slot-map.ts. With 16-block prompts at saturation that was
+ * the gateway's largest source of promoted garbage.)
  */
 import type { PrefixIndex, PromptBlocks } from './prefix-index.js'
 
 /** Blocks remembered when the endpoint's KV capacity is unknown (a million tokens of 16). */
 export const DEFAULT_INDEX_BLOCKS = 65_536
 
+class Node {
+  prev: Node = this
+  next: Node = this
+  constructor(readonly key: number) {}
+}
+
 export class LruPrefixIndex implements PrefixIndex {
-  private readonly blocks = new Map<number, true>()
+  private readonly blocks = new Map<number, Node>()
+  /** Sentinel: `head.next` is the least recently used block, `head.prev` the most recent. */
+  private readonly head = new Node(Number.NaN)
   private geometry: string | undefined = undefined
   private cap: number
 
@@ -45,30 +56,46 @@ export class LruPrefixIndex implements PrefixIndex {
 
   record(p: PromptBlocks): void {
     if (p.geometry !== this.geometry) {
-      this.blocks.clear()
+      this.clear()
       this.geometry = p.geometry
     }
     const h = p.hashes
+    const head = this.head
     // last block first, so the head of the prompt ends the most recently used
     for (let i = p.count - 1; i >= 0; i--) {
       const k = h[i]!
-      this.blocks.delete(k)
-      this.blocks.set(k, true)
+      let n = this.blocks.get(k)
+      if (n === undefined) {
+        n = new Node(k)
+        this.blocks.set(k, n)
+      } else {
+        if (n === head.prev) continue
+        n.prev.next = n.next
+        n.next.prev = n.prev
+      }
+      n.prev = head.prev
+      n.next = head
+      head.prev.next = n
+      head.prev = n
     }
     this.evict()
   }
 
   clear(): void {
     this.blocks.clear()
+    this.head.prev = this.head
+    this.head.next = this.head
   }
 
   private evict(): void {
-    if (this.blocks.size <= this.cap) return
-    const it = this.blocks.keys()
+    const head = this.head
     for (let over = this.blocks.size - this.cap; over > 0; over--) {
-      const k = it.next()
-      if (k.done === true) break
-      this.blocks.delete(k.value)
+      const n = head.next
+      head.next = n.next
+      n.next.prev = head
+      n.prev = n
+      n.next = n
+      this.blocks.delete(n.key)
     }
   }
 }
