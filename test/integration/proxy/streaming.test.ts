@@ -6,6 +6,8 @@ import { chunkEvent, type FakeUpstream, sleep, startUpstream, usageEvent } from 
 
 const CHUNKS = 6
 const GAP_MS = 100
+/** A server that sends its head at once and its first token this much later (a long prefill). */
+const PREFILL_MS = 300
 
 describe('streaming pass-through', () => {
   let up: FakeUpstream
@@ -14,8 +16,12 @@ describe('streaming pass-through', () => {
 
   beforeAll(async () => {
     up = await startUpstream(async (_req, res, seen) => {
-      const body = JSON.parse(seen.body) as { stream_options?: { include_usage?: boolean } }
+      const body = JSON.parse(seen.body) as { model: string; stream_options?: { include_usage?: boolean } }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+      if (body.model === 'prefill') {
+        res.flushHeaders()
+        await sleep(PREFILL_MS)
+      }
       for (let i = 0; i < CHUNKS; i++) {
         if (i > 0) await sleep(GAP_MS)
         sentAt.push(performance.now())
@@ -61,6 +67,23 @@ describe('streaming pass-through', () => {
     })
     // the first chunk arrived long before the upstream finished
     expect(sentAt[CHUNKS - 1]! - (contentChunks[0]?.at as number)).toBeGreaterThan(GAP_MS * (CHUNKS - 2))
+  })
+
+  it('sends the head on as it comes, not with the first token (a head and a chunk that come together go out together)', async () => {
+    sentAt.length = 0
+    const res = await request(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'prefill', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    // the client has the status and the gateway's headers before the server wrote any token
+    const headAt = performance.now()
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['x-gateway-backend']).toBeDefined()
+    expect(sentAt).toEqual([])
+    const text = await res.body.text()
+    expect(sentAt[0]).toBeGreaterThan(headAt)
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true)
   })
 
   it('gives the client exactly the upstream bytes, without the usage chunk it did not ask for', async () => {
