@@ -6,6 +6,7 @@
  */
 import { Agent, request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BYTES_PER_BLOCK } from '../../../src/backends/endpoint-prefix-cache.js'
 import { type SimGateway, startSimGateway } from '../../helpers/sim-gateway.js'
 
 const SCALE = 3
@@ -125,7 +126,7 @@ describe('prefix-affinity routing: gateway and four simulated replicas', () => {
     expect(pool.routing.decisions.session).toBe(6)
     for (const ep of pool.endpoints) {
       expect(ep.prefixCache.indexBlocks).toBeLessThanOrEqual(ep.prefixCache.capacityBlocks)
-      expect(ep.prefixCache.indexBytes).toBe(ep.prefixCache.indexBlocks * 48)
+      expect(ep.prefixCache.indexBytes).toBe(ep.prefixCache.indexBlocks * BYTES_PER_BLOCK)
     }
     expect(pool.endpoints.reduce((n, ep) => n + ep.prefixCache.indexBlocks, 0)).toBeGreaterThan(500)
   }, 120_000)
