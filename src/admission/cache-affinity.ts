@@ -75,8 +75,8 @@ export class CacheAffinity {
     for (const w of p.queues.followers(name, FOLLOWER_WINDOW * views.length)) {
       if (w.blocks === undefined) continue
       const open = p.openFor(w, floor)
-      const home = p.pool.choose?.(views, w.kvTokens, p.prefix.hint(w))
-      if (home === undefined || !open(home) || cachedAt(w, home) <= 0) continue
+      const home = this.homeOf(w, views)
+      if (home === undefined || !open(home)) continue
       const lease = p.pool.acquire(w.kvTokens, (v) => v.name === home.name && open(v), p.prefix.hint(w))
       if (lease === undefined) continue
       const out = p.queues.takeFrom(name, w)
@@ -98,8 +98,14 @@ export class CacheAffinity {
     const views = p.pool.views()
     // every endpoint open (most of the time below capacity): no home is closed
     if (views.length < 2 || views.every(open)) return undefined
-    const home = p.pool.choose?.(views, w.kvTokens, p.prefix.hint(w))
-    return home === undefined || open(home) || cachedAt(w, home) <= 0 ? undefined : { home, views }
+    const home = this.homeOf(w, views)
+    return home === undefined || open(home) ? undefined : { home, views }
+  }
+
+  /** Where the picker would send `w` were every endpoint of `views` open, when that one caches some of its prompt. */
+  private homeOf(w: Waiting, views: readonly EndpointView[]): EndpointView | undefined {
+    const home = this.p.pool.choose?.(views, w.kvTokens, this.p.prefix.hint(w))
+    return home !== undefined && cachedAt(w, home) > 0 ? home : undefined
   }
 
   /** How long to hold `w` for `home` while the gates close that one to it (cache-hold.ts); 0: not at all. */
