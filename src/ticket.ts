@@ -8,8 +8,8 @@
  */
 
 import type { Objectives, TenantObjectives } from './objectives.js'
-import type { Tenant } from './tenants/directory.js'
 import type { LimitState } from './tenants/limiter.js'
+import type { LimiterLease } from './tenants/limits.js'
 
 export type Outcome =
   | 'pending'
@@ -52,12 +52,8 @@ export class Ticket {
   tenantObjectives: TenantObjectives | undefined = undefined
   /** The request's API key named its tenant: it is the gateway's credential, not forwarded upstream. */
   keyConsumed = false
-  /** The id the tenant limiter knows this request by (unique per process run); set once admitted by it. */
-  limiterId: string | undefined = undefined
-  /** The tenant as the limiter admitted it (settled against these limits even after a reload). */
-  limiterTenant: Tenant | undefined = undefined
-  /** Tokens the limiter reserved for this request (tpm, daily_tokens). */
-  limiterReserved = 0
+  /** What the tenant limiter holds for this request; set once admitted by it (tenants/limits.ts). */
+  limiterLease: LimiterLease | undefined = undefined
   /** The tenant's requests and tokens limits after this request's charge (x-ratelimit-* headers). */
   rateRequests: LimitState | undefined = undefined
   rateTokens: LimitState | undefined = undefined

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js'
-import { FairQueue } from './fair-queue.js'
+import { FairQueue, type FairQueued } from './fair-queue.js'
 import { IndexedMinHeap } from './min-heap.js'
 import { ShareFloor } from './share-floor.js'
 
@@ -78,7 +78,15 @@ export interface Dequeued<T> extends Queued<T> {
 
 export const DEFAULT_MIN_SHARE_WINDOW_MS = 5_000
 
-interface Entry<T> {
+/** An item of ClassQueues. */
+export interface ClassQueued {
+  readonly id: string
+  /** The queues' record of the item while it is queued, else undefined. Owned by the queues. */
+  queueEntry?: object | undefined
+}
+
+interface Entry<T extends ClassQueued> extends FairQueued {
+  readonly queues: ClassQueues<T>
   readonly item: T
   readonly cls: ClassState<T>
   readonly cost: number
@@ -93,7 +101,7 @@ interface Entry<T> {
   newer: Entry<T> | undefined
 }
 
-interface ClassState<T> {
+interface ClassState<T extends ClassQueued> {
   readonly spec: QueueClass
   readonly index: number
   readonly fair: FairQueue<Entry<T>>
@@ -104,14 +112,19 @@ interface ClassState<T> {
   readonly floor: ShareFloor | undefined
 }
 
-export class ClassQueues<T extends { id: string }> {
+export class ClassQueues<T extends ClassQueued> {
   private readonly clock: Clock
   private readonly byName = new Map<string, ClassState<T>>()
   /** Classes by priority, then declaration order. */
   private readonly byPriority: ClassState<T>[]
   /** The classes with a floor, by priority. */
   private readonly floors: ClassState<T>[]
-  private readonly entries = new Map<string, Entry<T>>()
+  /**
+   * Items queued. Each item's entry is on the item (`queueEntry`), not in a Map: a long-lived
+   * Map that queued items go in and out of makes V8's young-generation collector promote what
+   * they hold (see src/slot-map.ts).
+   */
+  private count = 0
   private readonly deadlines = new IndexedMinHeap<Entry<T>>(
     (a, b) => a.deadline < b.deadline || (a.deadline === b.deadline && a.seq < b.seq),
   )
@@ -152,23 +165,24 @@ export class ClassQueues<T extends { id: string }> {
 
   /** Items queued in all classes. */
   get size(): number {
-    return this.entries.size
+    return this.count
   }
 
   has(item: T): boolean {
-    return this.entries.has(item.id)
+    return this.entryOf(item) !== undefined
   }
 
   /** Queues `item`, or refuses it when the class's count or byte limit would be exceeded. */
   enqueue(item: T, req: EnqueueRequest): EnqueueResult {
     const c = this.state(req.class)
-    if (this.entries.has(item.id)) throw new Error(`item "${item.id}" is already queued`)
+    if (item.queueEntry !== undefined) throw new Error(`item "${item.id}" is already queued`)
     if (!(Number.isFinite(req.bytes) && req.bytes >= 0)) throw new RangeError(`bytes must be ≥ 0`)
     if (c.fair.size + 1 > c.spec.queueLimit || c.bytes + req.bytes > c.spec.queueLimitBytes) {
       return 'queue_full'
     }
     const now = this.clock.now()
     const entry: Entry<T> = {
+      queues: this,
       item,
       cls: c,
       cost: req.cost,
@@ -179,13 +193,15 @@ export class ClassQueues<T extends { id: string }> {
       heapIndex: -1,
       older: c.newest,
       newer: undefined,
+      fairNode: undefined,
     }
     c.fair.push(entry, req.tenant, req.cost, req.weight) // validates cost and weight first
     if (c.newest === undefined) c.oldest = entry
     else c.newest.newer = entry
     c.newest = entry
     c.bytes += req.bytes
-    this.entries.set(item.id, entry)
+    item.queueEntry = entry
+    this.count++
     if (Number.isFinite(entry.deadline)) this.deadlines.push(entry)
     return 'ok'
   }
@@ -232,7 +248,7 @@ export class ClassQueues<T extends { id: string }> {
    */
   takeFrom(name: string, item: T): Dequeued<T> | undefined {
     const c = this.state(name)
-    const entry = this.entries.get(item.id)
+    const entry = this.entryOf(item)
     if (entry === undefined || entry.cls !== c) return undefined
     const now = this.clock.now()
     c.fair.take(entry)
@@ -278,7 +294,7 @@ export class ClassQueues<T extends { id: string }> {
 
   /** Removes a queued item (its client went away). False if it is not queued. */
   remove(item: T): boolean {
-    const entry = this.entries.get(item.id)
+    const entry = this.entryOf(item)
     if (entry === undefined) return false
     this.detach(entry)
     return true
@@ -413,10 +429,16 @@ export class ClassQueues<T extends { id: string }> {
       c.bytes = 0 // no floating-point residue when empty
       c.floor?.emptied()
     }
-    this.entries.delete(entry.item.id)
+    entry.item.queueEntry = undefined
+    this.count--
+  }
+
+  private entryOf(item: T): Entry<T> | undefined {
+    const entry = item.queueEntry as Entry<T> | undefined
+    return entry?.queues === this ? entry : undefined
   }
 }
 
-function byPriority<T>(a: ClassState<T>, b: ClassState<T>): number {
+function byPriority<T extends ClassQueued>(a: ClassState<T>, b: ClassState<T>): number {
   return a.spec.priority - b.spec.priority || a.index - b.index
 }

@@ -18,7 +18,9 @@
  * This gives exactly the order round-by-round DRR would give.
  *
  * Storage: an intrusive doubly linked FIFO per tenant, a doubly linked active list of
- * tenants and a Map item → node. push, remove, size: O(1). pop, peek: O(1) amortized
+ * tenants, and each item's node on the item itself (`fairNode`), not in a Map: a long-lived
+ * Map that queued items go in and out of makes V8's young-generation collector promote what
+ * they hold (see src/slot-map.ts). push, remove, size: O(1). pop, peek: O(1) amortized
  * when costs are mostly below a quantum; in the worst case O(#active tenants).
  *
  * `peek()` settles the round robin (credits and rotates tenants exactly as the next
@@ -34,7 +36,14 @@ export interface FairQueueOptions {
 
 export const DEFAULT_QUANTUM = 1024
 
-interface ItemNode<T> {
+/** An item of a FairQueue. */
+export interface FairQueued {
+  /** The queue's record of the item while it is queued, else undefined. Owned by the queue. */
+  fairNode: object | undefined
+}
+
+interface ItemNode<T extends FairQueued> {
+  readonly queue: FairQueue<T>
   readonly item: T
   readonly cost: number
   readonly tenant: TenantState<T>
@@ -42,7 +51,7 @@ interface ItemNode<T> {
   next: ItemNode<T> | undefined
 }
 
-interface TenantState<T> {
+interface TenantState<T extends FairQueued> {
   readonly name: string
   weight: number
   deficit: number
@@ -56,9 +65,9 @@ interface TenantState<T> {
   next: TenantState<T> | undefined
 }
 
-export class FairQueue<T> {
+export class FairQueue<T extends FairQueued> {
   private readonly baseQuantum: number
-  private readonly nodes = new Map<T, ItemNode<T>>()
+  private count = 0
   private readonly tenants = new Map<string, TenantState<T>>()
   private activeHead: TenantState<T> | undefined = undefined
   private activeTail: TenantState<T> | undefined = undefined
@@ -72,7 +81,7 @@ export class FairQueue<T> {
 
   /** Items queued. */
   get size(): number {
-    return this.nodes.size
+    return this.count
   }
 
   /** Sum of the costs (tokens) of the items queued. */
@@ -86,7 +95,7 @@ export class FairQueue<T> {
   }
 
   has(item: T): boolean {
-    return this.nodes.has(item)
+    return this.nodeOf(item) !== undefined
   }
 
   /**
@@ -97,7 +106,7 @@ export class FairQueue<T> {
   push(item: T, tenant: string, cost: number, weight: number): void {
     if (!(Number.isFinite(cost) && cost >= 0)) throw new RangeError(`cost must be ≥ 0, got ${cost}`)
     if (!(Number.isFinite(weight) && weight > 0)) throw new RangeError(`weight must be > 0, got ${weight}`)
-    if (this.nodes.has(item)) throw new Error('item is already queued')
+    if (item.fairNode !== undefined) throw new Error('item is already queued')
     let t = this.tenants.get(tenant)
     if (t === undefined) {
       t = {
@@ -115,12 +124,13 @@ export class FairQueue<T> {
       this.appendActive(t)
     }
     t.weight = weight
-    const node: ItemNode<T> = { item, cost, tenant: t, prev: t.tail, next: undefined }
+    const node: ItemNode<T> = { queue: this, item, cost, tenant: t, prev: t.tail, next: undefined }
     if (t.tail === undefined) t.head = node
     else t.tail.next = node
     t.tail = node
     t.count++
-    this.nodes.set(item, node)
+    item.fairNode = node
+    this.count++
     this.costSum += cost
   }
 
@@ -144,7 +154,7 @@ export class FairQueue<T> {
    * turns pay for it. O(1). False if not queued.
    */
   take(item: T): boolean {
-    const node = this.nodes.get(item)
+    const node = this.nodeOf(item)
     if (node === undefined) return false
     node.tenant.deficit -= node.cost
     this.unlink(node)
@@ -153,10 +163,15 @@ export class FairQueue<T> {
 
   /** Removes a queued item (e.g. its client went away). O(1). False if not queued. */
   remove(item: T): boolean {
-    const node = this.nodes.get(item)
+    const node = this.nodeOf(item)
     if (node === undefined) return false
     this.unlink(node)
     return true
+  }
+
+  private nodeOf(item: T): ItemNode<T> | undefined {
+    const node = item.fairNode as ItemNode<T> | undefined
+    return node?.queue === this ? node : undefined
   }
 
   /**
@@ -209,9 +224,10 @@ export class FairQueue<T> {
     node.prev = undefined
     node.next = undefined
     t.count--
-    this.nodes.delete(node.item)
+    node.item.fairNode = undefined
+    this.count--
     this.costSum -= node.cost
-    if (this.nodes.size === 0) this.costSum = 0 // no floating-point residue when empty
+    if (this.count === 0) this.costSum = 0 // no floating-point residue when empty
     if (t.count === 0) {
       this.removeActive(t)
       this.tenants.delete(t.name)

@@ -48,6 +48,8 @@ export class Waiting implements Queued {
   tpotJudged = false
   /** Its place among the requests running at its endpoint (running.ts, src/slot-map.ts). */
   slot = -1
+  /** The queues' record of it while it is queued (class-queues.ts). */
+  queueEntry: object | undefined = undefined
   private settle: (r: Lease | GatewayError) => void = () => {}
 
   constructor(

@@ -26,8 +26,9 @@ import { GatewayError } from '../errors.js'
 import type { ExchangeObserver } from '../exchange.js'
 import type { GatewayRequest, Stage, StageDeps, StageResult } from '../gateway-request.js'
 import { ENDED } from '../gateway-request.js'
+import { SlotMap, type Slotted } from '../slot-map.js'
 import type { Ticket } from '../ticket.js'
-import type { TenantDirectory } from './directory.js'
+import type { Tenant, TenantDirectory } from './directory.js'
 import type { LimitDecision, Limiter, TenantLimits } from './limiter.js'
 import { LimiterStoreError } from './limiter-errors.js'
 import { rateLimitHeaders } from './ratelimit-headers.js'
@@ -55,7 +56,17 @@ export function settleTokens(t: Ticket): number {
   if (t.usage !== undefined) return t.usage.promptTokens + t.usage.completionTokens
   if (t.dispatchedAt === undefined) return 0
   if (t.stream) return t.promptTokens + t.contentChunks
-  return t.limiterReserved
+  return t.limiterLease?.reserved ?? 0
+}
+
+/** What the tenant limiter holds for one request it admitted, from its check to its settle. */
+export interface LimiterLease extends Slotted {
+  /** The id the limiter knows the request by (unique per process run). */
+  readonly id: string
+  /** The tenant as the limiter admitted it (settled against these limits even after a reload). */
+  readonly tenant: Tenant
+  /** Tokens reserved for the request (tpm, daily_tokens). */
+  readonly reserved: number
 }
 
 /**
@@ -98,25 +109,27 @@ export function limitsStage(deps: StageDeps): Stage {
   // request ids come from clients (x-request-id) and may repeat: the limiter gets its own
   const run = randomUUID()
   let seq = 0
-  // limited requests in flight, by limiter id: their leases are renewed while they last
-  const held = new Map<string, string>()
+  // the leases of the limited requests in flight: renewed while they last (a SlotMap, not a
+  // Map by id: see src/slot-map.ts)
+  const held = new SlotMap<LimiterLease, LimiterLease>()
   let renewer: NodeJS.Timeout | undefined
   const renewAll = () => {
-    for (const [requestId, tenant] of held) {
+    for (const lease of held.values()) {
+      const tenant = lease.tenant.id
       limiter
-        .renew({ tenant, requestId, leaseMs })
+        .renew({ tenant, requestId: lease.id, leaseMs })
         .catch((err: unknown) => logger?.warn({ err, tenant }, 'tenant limiter lease renewal failed'))
     }
   }
-  const hold = (requestId: string, tenant: string) => {
-    held.set(requestId, tenant)
+  const hold = (lease: LimiterLease) => {
+    held.set(lease, lease)
     if (renewer === undefined) {
       renewer = setInterval(renewAll, Math.max(1, Math.floor(leaseMs / 3)))
       renewer.unref()
     }
   }
-  const release = (requestId: string) => {
-    held.delete(requestId)
+  const release = (lease: LimiterLease) => {
+    held.delete(lease)
     if (held.size === 0 && renewer !== undefined) {
       clearInterval(renewer)
       renewer = undefined
@@ -124,12 +137,12 @@ export function limitsStage(deps: StageDeps): Stage {
   }
 
   const settle = (t: Ticket): void => {
-    const id = t.limiterId
-    const tenant = t.limiterTenant
-    if (id === undefined || tenant === undefined) return
-    release(id)
+    const lease = t.limiterLease
+    if (lease === undefined) return
+    release(lease)
+    const tenant = lease.tenant
     limiter
-      .settle({ tenant: tenant.id, requestId: id, limits: tenant.limits, usedTokens: settleTokens(t) })
+      .settle({ tenant: tenant.id, requestId: lease.id, limits: tenant.limits, usedTokens: settleTokens(t) })
       .catch((err: unknown) =>
         logger?.warn({ err, reqId: t.id, tenant: t.tenant }, 'tenant limiter settle failed'),
       )
@@ -149,7 +162,7 @@ export function limitsStage(deps: StageDeps): Stage {
     }
     r.exchange.observe(settler)
     // the lease carries the reservation too: renewed for every limited request, not just concurrency
-    hold(t.limiterId!, t.limiterTenant!.id)
+    hold(t.limiterLease!)
     return undefined
   }
 
@@ -164,9 +177,7 @@ export function limitsStage(deps: StageDeps): Stage {
       .then(
         (d) => {
           if (d.allowed) {
-            t.limiterId = requestId
-            t.limiterTenant = tenant
-            t.limiterReserved = reserve
+            t.limiterLease = { slot: -1, id: requestId, tenant, reserved: reserve }
           }
           return decided(r, d)
         },

@@ -299,7 +299,7 @@ describe('tenant limits', () => {
     expect(mine).toHaveLength(1)
     expect(mine[0]!.res.settled).toBe(true)
     // no usage came: the prompt estimate plus the two content chunks relayed
-    const t = gw.tickets.find((x) => x.limiterId === mine[0]!.req.requestId)
+    const t = gw.tickets.find((x) => x.limiterLease?.id === mine[0]!.req.requestId)
     expect(t?.outcome).toBe('cancelled')
     expect(mine[0]!.req.usedTokens).toBe((t?.promptTokens ?? 0) + 2)
     release()

@@ -21,7 +21,20 @@ const BATCH: QueueClass = {
   maxQueueWaitMs: 1_800_000,
 }
 
+// one object per id within a test, as the gateway has one per request (the queues know an item
+// by the object, which carries its entry)
+let items = new Map<string, Item>()
+function item(id: string): Item {
+  let it = items.get(id)
+  if (it === undefined) {
+    it = { id }
+    items.set(id, it)
+  }
+  return it
+}
+
 function setup(classes: QueueClass[] = [BATCH, INTERACTIVE]) {
+  items = new Map()
   const clock = new ManualClock(1000)
   const q = new ClassQueues<Item>({ classes, clock })
   return { clock, q }
@@ -48,23 +61,23 @@ describe('ClassQueues', () => {
     const { q } = setup()
     expect(q.peek()).toBeUndefined()
     expect(q.dequeue()).toBeUndefined()
-    expect(q.enqueue({ id: 'b1' }, req('batch'))).toBe('ok')
-    expect(q.enqueue({ id: 'i1' }, req('interactive'))).toBe('ok')
-    expect(q.enqueue({ id: 'i2' }, req('interactive'))).toBe('ok')
+    expect(q.enqueue(item('b1'), req('batch'))).toBe('ok')
+    expect(q.enqueue(item('i1'), req('interactive'))).toBe('ok')
+    expect(q.enqueue(item('i2'), req('interactive'))).toBe('ok')
     expect(q.classesInOrder()).toEqual(['interactive', 'batch'])
-    expect(q.peek()).toEqual({ item: { id: 'i1' }, class: 'interactive' })
+    expect(q.peek()).toEqual({ item: item('i1'), class: 'interactive' })
     expect(q.dequeue()?.item.id).toBe('i1')
     expect(q.dequeue()?.item.id).toBe('i2')
     expect(q.classesInOrder()).toEqual(['batch'])
-    expect(q.dequeue()).toEqual({ item: { id: 'b1' }, class: 'batch', waitedMs: 0 })
+    expect(q.dequeue()).toEqual({ item: item('b1'), class: 'batch', waitedMs: 0 })
     expect(q.size).toBe(0)
   })
 
   it('lets batch (min share 0.2) ahead of interactive once it has earned its next item, then strict priority resumes', () => {
     const { q } = setup([INTERACTIVE, { ...BATCH, minShare: 0.2 }])
     for (let i = 1; i <= 10; i++) q.enqueue({ id: `i${i}` }, req('interactive'))
-    q.enqueue({ id: 'b1' }, req('batch'))
-    q.enqueue({ id: 'b2' }, req('batch'))
+    q.enqueue(item('b1'), req('batch'))
+    q.enqueue(item('b2'), req('batch'))
     expect(q.underFloor('batch')).toBe(false) // nothing dispatched yet: nothing owed
     // 0.2 of each 100-token interactive dispatch: b1 (100 tokens, 80 net of its own share) after four
     const order = Array.from({ length: 12 }, () => q.dequeue()?.item.id)
@@ -75,7 +88,7 @@ describe('ClassQueues', () => {
   it('gives a class of min share 0 nothing while a class above it has work', () => {
     const { q } = setup([INTERACTIVE, BATCH])
     for (let i = 0; i < 100; i++) q.enqueue({ id: `i${i}` }, req('interactive'))
-    q.enqueue({ id: 'b' }, req('batch'))
+    q.enqueue(item('b'), req('batch'))
     for (let i = 0; i < 100; i++) {
       expect(q.underFloor('batch')).toBe(false)
       expect(q.dequeue()?.class).toBe('interactive')
@@ -85,8 +98,8 @@ describe('ClassQueues', () => {
 
   it('counts work dispatched around the queues into the floors of the classes waiting', () => {
     const { q } = setup([INTERACTIVE, { ...BATCH, minShare: 0.5 }])
-    q.enqueue({ id: 'b1' }, req('batch'))
-    q.enqueue({ id: 'i1' }, req('interactive'))
+    q.enqueue(item('b1'), req('batch'))
+    q.enqueue(item('i1'), req('interactive'))
     expect(q.classesInOrder()).toEqual(['interactive', 'batch'])
     q.recordDispatch('interactive', 100) // placed at once while b1 waited
     expect(q.underFloor('batch')).toBe(true)
@@ -119,36 +132,36 @@ describe('ClassQueues', () => {
 
   it('lets the dispatcher skip a class with peekClass/dequeueFrom', () => {
     const { clock, q } = setup()
-    q.enqueue({ id: 'i1' }, req('interactive'))
-    q.enqueue({ id: 'b1' }, req('batch'))
+    q.enqueue(item('i1'), req('interactive'))
+    q.enqueue(item('b1'), req('batch'))
     clock.advance(250)
-    expect(q.peekClass('batch')).toEqual({ item: { id: 'b1' }, class: 'batch' })
-    expect(q.dequeueFrom('batch')).toEqual({ item: { id: 'b1' }, class: 'batch', waitedMs: 250 })
+    expect(q.peekClass('batch')).toEqual({ item: item('b1'), class: 'batch' })
+    expect(q.dequeueFrom('batch')).toEqual({ item: item('b1'), class: 'batch', waitedMs: 250 })
     expect(q.dequeueFrom('batch')).toBeUndefined()
     expect(q.peekClass('batch')).toBeUndefined()
     expect(q.peek()?.item.id).toBe('i1')
     expect(() => q.peekClass('nope')).toThrow(/unknown queue class/)
-    expect(() => q.enqueue({ id: 'x' }, req('nope'))).toThrow(/unknown queue class/)
+    expect(() => q.enqueue(item('x'), req('nope'))).toThrow(/unknown queue class/)
   })
 
   it('lists the items behind a class head, oldest first, and takes one out of turn', () => {
     const { clock, q } = setup()
-    for (const id of ['i1', 'i2', 'i3']) q.enqueue({ id }, req('interactive'))
-    q.enqueue({ id: 'b1' }, req('batch'))
+    for (const id of ['i1', 'i2', 'i3']) q.enqueue(item(id), req('interactive'))
+    q.enqueue(item('b1'), req('batch'))
     clock.advance(40)
     expect(q.followers('interactive', 5).map((i) => i.id)).toEqual(['i2', 'i3'])
     expect(q.followers('interactive', 1).map((i) => i.id)).toEqual(['i2'])
-    expect(q.takeFrom('batch', { id: 'i3' })).toBeUndefined() // not of that class
-    expect(q.takeFrom('interactive', { id: 'nope' })).toBeUndefined()
-    expect(q.takeFrom('interactive', { id: 'i3' })).toEqual({
-      item: { id: 'i3' },
+    expect(q.takeFrom('batch', item('i3'))).toBeUndefined() // not of that class
+    expect(q.takeFrom('interactive', item('nope'))).toBeUndefined()
+    expect(q.takeFrom('interactive', item('i3'))).toEqual({
+      item: item('i3'),
       class: 'interactive',
       waitedMs: 40,
     })
     expect(q.sizeOf('interactive')).toBe(2)
     expect(q.costOf('interactive')).toBe(200)
     expect(q.bytesOf('interactive')).toBe(20)
-    expect(q.has({ id: 'i3' })).toBe(false)
+    expect(q.has(item('i3'))).toBe(false)
     expect(q.dequeue()?.item.id).toBe('i1')
     expect(q.followers('interactive', 5)).toEqual([])
   })
@@ -173,40 +186,40 @@ describe('ClassQueues', () => {
   it('refuses with queue_full on the count limit and on the byte limit, per class', () => {
     const small: QueueClass = { ...INTERACTIVE, queueLimit: 2, queueLimitBytes: 100 }
     const { q } = setup([small, BATCH])
-    expect(q.enqueue({ id: '1' }, req('interactive', { bytes: 40 }))).toBe('ok')
-    expect(q.enqueue({ id: '2' }, req('interactive', { bytes: 61 }))).toBe('queue_full') // 101 bytes
-    expect(q.enqueue({ id: '2' }, req('interactive', { bytes: 60 }))).toBe('ok') // exactly 100
-    expect(q.enqueue({ id: '3' }, req('interactive', { bytes: 0 }))).toBe('queue_full') // 3 items
-    expect(q.enqueue({ id: '3' }, req('batch', { bytes: 500 }))).toBe('ok') // other class unaffected
+    expect(q.enqueue(item('1'), req('interactive', { bytes: 40 }))).toBe('ok')
+    expect(q.enqueue(item('2'), req('interactive', { bytes: 61 }))).toBe('queue_full') // 101 bytes
+    expect(q.enqueue(item('2'), req('interactive', { bytes: 60 }))).toBe('ok') // exactly 100
+    expect(q.enqueue(item('3'), req('interactive', { bytes: 0 }))).toBe('queue_full') // 3 items
+    expect(q.enqueue(item('3'), req('batch', { bytes: 500 }))).toBe('ok') // other class unaffected
     expect(q.sizeOf('interactive')).toBe(2)
     expect(q.bytesOf('interactive')).toBe(100)
     q.dequeue()
-    expect(q.enqueue({ id: '4' }, req('interactive', { bytes: 40 }))).toBe('ok')
-    expect(() => q.enqueue({ id: '4' }, req('batch'))).toThrow(/already queued/)
+    expect(q.enqueue(item('4'), req('interactive', { bytes: 40 }))).toBe('ok')
+    expect(() => q.enqueue(item('4'), req('batch'))).toThrow(/already queued/)
   })
 
   it('removes a queued item and keeps every counter exact', () => {
     const { clock, q } = setup()
-    q.enqueue({ id: 'i1' }, req('interactive', { cost: 300, bytes: 30, deadline: 5000 }))
+    q.enqueue(item('i1'), req('interactive', { cost: 300, bytes: 30, deadline: 5000 }))
     clock.advance(100)
-    q.enqueue({ id: 'i2' }, req('interactive', { cost: 200, bytes: 20, deadline: 3000 }))
-    q.enqueue({ id: 'b1' }, req('batch', { cost: 1000, bytes: 100 }))
+    q.enqueue(item('i2'), req('interactive', { cost: 200, bytes: 20, deadline: 3000 }))
+    q.enqueue(item('b1'), req('batch', { cost: 1000, bytes: 100 }))
     expect(q.costAhead('interactive')).toBe(500)
     expect(q.costAhead('batch')).toBe(1500)
     expect(q.costOf('batch')).toBe(1000)
     expect(q.nextDeadline()).toBe(3000)
     expect(q.oldestWaitMs('interactive', clock.now())).toBe(100)
 
-    expect(q.remove({ id: 'i2' })).toBe(true)
-    expect(q.remove({ id: 'i2' })).toBe(false)
-    expect(q.has({ id: 'i2' })).toBe(false)
+    expect(q.remove(item('i2'))).toBe(true)
+    expect(q.remove(item('i2'))).toBe(false)
+    expect(q.has(item('i2'))).toBe(false)
     expect(q.nextDeadline()).toBe(5000)
     expect(q.costAhead('interactive')).toBe(300)
     expect(q.bytesOf('interactive')).toBe(30)
-    expect(q.remove({ id: 'i1' })).toBe(true)
+    expect(q.remove(item('i1'))).toBe(true)
     expect(q.oldestWaitMs('interactive', clock.now())).toBe(0)
     expect(q.nextDeadline()).toBe(1100 + BATCH.maxQueueWaitMs) // b1: enqueued at 1100, class cap
-    expect(q.remove({ id: 'b1' })).toBe(true)
+    expect(q.remove(item('b1'))).toBe(true)
     expect(q.size).toBe(0)
     expect(q.nextDeadline()).toBeUndefined()
     expect(q.costAhead('batch')).toBe(0)
@@ -215,10 +228,10 @@ describe('ClassQueues', () => {
   it('expires items at their deadline (capped by maxQueueWaitMs) and reports the next one', () => {
     const capped: QueueClass = { ...INTERACTIVE, maxQueueWaitMs: 2_000 }
     const { clock, q } = setup([capped, BATCH])
-    q.enqueue({ id: 'late' }, req('interactive', { deadline: 10_000 })) // capped to 1000 + 2000
-    q.enqueue({ id: 'early' }, req('interactive', { deadline: 1_500 }))
-    q.enqueue({ id: 'b' }, req('batch', { deadline: 2_500 }))
-    q.enqueue({ id: 'tie' }, req('batch', { deadline: 1_500 }))
+    q.enqueue(item('late'), req('interactive', { deadline: 10_000 })) // capped to 1000 + 2000
+    q.enqueue(item('early'), req('interactive', { deadline: 1_500 }))
+    q.enqueue(item('b'), req('batch', { deadline: 2_500 }))
+    q.enqueue(item('tie'), req('batch', { deadline: 1_500 }))
     expect(q.nextDeadline()).toBe(1_500)
     expect(q.expired(clock.now())).toEqual([])
     clock.advance(499)
@@ -327,7 +340,7 @@ describe('ClassQueues', () => {
         }
       } else if (op < 0.85) {
         const ids = [...model.keys()]
-        if (r() < 0.2 || ids.length === 0) expect(q.remove({ id: 'absent' })).toBe(false)
+        if (r() < 0.2 || ids.length === 0) expect(q.remove(item('absent'))).toBe(false)
         else {
           const id = pick(ids)
           expect(q.remove(model.get(id)!.item)).toBe(true)

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { FairQueue } from '../../../src/admission/fair-queue.js'
+import { FairQueue, type FairQueued } from '../../../src/admission/fair-queue.js'
 
-interface Job {
+interface Job extends FairQueued {
   tenant: string
   cost: number
   n: number
 }
 
 function job(tenant: string, cost: number, n: number): Job {
-  return { tenant, cost, n }
+  return { tenant, cost, n, fairNode: undefined }
 }
 
 /** Deterministic PRNG (mulberry32) so random tests replay. */
@@ -272,6 +272,24 @@ describe('FairQueue (weighted DRR in tokens)', () => {
     expect(() => q.push(job('a', -1, 2), 'a', -1, 1)).toThrow(RangeError)
     expect(() => new FairQueue({ quantum: 0 })).toThrow(RangeError)
     expect(q.size).toBe(1)
+  })
+
+  it('keeps its record on the item: one queue at a time, and none once served', () => {
+    const q1 = new FairQueue<Job>()
+    const q2 = new FairQueue<Job>()
+    const j = job('a', 5, 0)
+    q1.push(j, 'a', 5, 1)
+    expect(q2.has(j)).toBe(false)
+    expect(q2.remove(j)).toBe(false)
+    expect(q2.take(j)).toBe(false)
+    expect(() => q2.push(j, 'a', 5, 1)).toThrow(/already queued/)
+    expect(q1.pop()).toBe(j)
+    expect(j.fairNode).toBeUndefined()
+    q2.push(j, 'a', 5, 1)
+    expect(q2.has(j)).toBe(true)
+    expect(q1.has(j)).toBe(false)
+    expect(q2.size).toBe(1)
+    expect(q1.size).toBe(0)
   })
 
   it('handles 100k items across many tenants', () => {

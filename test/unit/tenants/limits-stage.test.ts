@@ -62,7 +62,7 @@ describe('limits stage', () => {
     expect(await stage(limiter)(r)).toBeUndefined()
     expect(limiter.checks[0]).toMatchObject({ tenant: 'capped', reserveTokens: 540, leaseMs: 30_000 })
     expect(limiter.checks[0]!.requestId).not.toBe(r.ticket.id)
-    expect(r.ticket.limiterId).toBe(limiter.checks[0]!.requestId)
+    expect(r.ticket.limiterLease?.id).toBe(limiter.checks[0]!.requestId)
     expect(r.ticket.rateTokens).toMatchObject({ limit: 100_000, remaining: 100_000 - 540 })
   })
 
@@ -72,7 +72,7 @@ describe('limits stage', () => {
     const r = requestOf('capped')
     const out = await stage(failing)(r)
     expect(out).toMatchObject({ code: 'GW_ERR_LIMITER_UNAVAILABLE', status: 503, retryAfterMs: 1_000 })
-    expect(r.ticket.limiterId).toBeUndefined()
+    expect(r.ticket.limiterLease?.id).toBeUndefined()
   })
 
   it("lets the request through when the limiter fails otherwise (a bug is not the tenant's fault)", async () => {
@@ -80,7 +80,7 @@ describe('limits stage', () => {
     failing.check = () => Promise.reject(new TypeError('oops'))
     const r = requestOf('capped')
     expect(await stage(failing)(r)).toBeUndefined()
-    expect(r.ticket.limiterId).toBeUndefined()
+    expect(r.ticket.limiterLease?.id).toBeUndefined()
   })
 
   describe('leases', () => {
@@ -98,7 +98,7 @@ describe('limits stage', () => {
       }
       const r = requestOf('capped')
       expect(await stage(limiter)(r)).toBeUndefined()
-      const id = r.ticket.limiterId!
+      const id = r.ticket.limiterLease!.id
       vi.advanceTimersByTime(9_999)
       expect(renewed).toEqual([])
       vi.advanceTimersByTime(1)
@@ -117,7 +117,12 @@ describe('settleTokens', () => {
   const ticket = () => {
     const t = new Ticket('t', 'POST', '/v1/chat/completions', 0)
     t.promptTokens = 30
-    t.limiterReserved = 530
+    t.limiterLease = {
+      slot: -1,
+      id: 'run:1',
+      tenant: TenantDirectory.fromConfig(config).get('capped')!,
+      reserved: 530,
+    }
     return t
   }
   it('charges the real usage when it was reported', () => {
