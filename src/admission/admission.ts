@@ -146,6 +146,7 @@ export class Admission implements AdmissionControl {
     let blocks = this.blocksFor(pa, t, body)
     let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
+    pa.arrived(className, pp.leastComputeTokens)
     const margin = this.config.admission.margin
     // what it is predicted to miss now: TTFT, KV room, TPOT, E2E (forecast.ts)
     const threats = () =>

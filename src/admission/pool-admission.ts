@@ -29,6 +29,7 @@ import { PrefixAwareness } from './prefix-awareness.js'
 import { RunningRequests } from './running.js'
 import { TtftEstimator } from './ttft-estimator.js'
 import { TtftObjectives } from './ttft-objectives.js'
+import { type Reserve, TtftReserve } from './ttft-reserve.js'
 import { AdmittedLease, Waiting } from './waiting.js'
 
 export type { PoolPrediction }
@@ -64,6 +65,10 @@ export class PoolAdmission {
   private holdUntil: number | undefined = undefined
   /** Prefix routing's choices at dispatch: holds for a closed home, requests out of turn (cache-affinity.ts). */
   private readonly affinity: CacheAffinity
+  /** What the classes below keep free for an arrival of a class above (ttft-reserve.ts). */
+  private readonly reserve: TtftReserve
+  /** True while a class below `className` has requests in flight in the pool. */
+  private readonly belowRunning: (className: string) => boolean
 
   /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
   private readonly timers: TimerClock | undefined
@@ -109,8 +114,22 @@ export class PoolAdmission {
     )
     this.gates.aboveBusy = (className) =>
       (above.get(className) ?? []).some((c) => (this.inflight.get(c) ?? 0) > 0 || this.queues.sizeOf(c) > 0)
+    const below = new Map(
+      defs.map((d) => [d.name, defs.filter((o) => o.priority > d.priority).map((o) => o.name)]),
+    )
+    this.belowRunning = (className) =>
+      (below.get(className) ?? []).some((c) => (this.inflight.get(c) ?? 0) > 0)
     this.classNames = defs.map((d) => d.name)
     this.ttft = new TtftObjectives(classes, cfg)
+    this.reserve = new TtftReserve(
+      defs.map((d) => ({
+        name: d.name,
+        priority: d.priority,
+        reserves: this.ttft.get(d.name) !== undefined,
+      })),
+      cfg.ttft_reserve_quantile,
+      cfg.ttft_reserve_idle_ms,
+    )
     this.predictor = new PoolPredictor({
       pool,
       gates: this.gates,
@@ -346,15 +365,50 @@ export class PoolAdmission {
     this.timer.arm(hold === undefined || (deadline !== undefined && deadline < hold) ? deadline : hold)
   }
 
-  /** The gates for `w` (of its class; `floor`: its class is served under its floor). */
+  /**
+   * A request of `className` arrived needing `computeTokens` of prefill at the endpoint
+   * caching most of it: the TTFT reserve of its class learns its size.
+   */
+  arrived(className: string, computeTokens: number): void {
+    this.reserve.arrived(className, computeTokens, this.clock.now())
+  }
+
+  /**
+   * The gates for `w` (of its class; `floor`: its class is served under its floor): the
+   * endpoints' (gate.ts) and the TTFT reserve of the classes above (ttft-reserve.ts).
+   */
   private openFor(w: Waiting, floor: boolean): (v: EndpointView) => boolean {
-    return this.gates.open(
-      w.className,
-      w.kvTokens,
-      w.promptTokens,
-      floor,
-      this.prefix.computeAt(w.blocks, w.promptTokens),
-    )
+    const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
+    const gate = this.gates.open(w.className, w.kvTokens, w.promptTokens, floor, computeAt)
+    if (floor) return gate
+    const reserves = this.reserve.of(w.className, this.clock.now())
+    if (reserves.length === 0) return gate
+    return (v) => gate(v) && this.keepsReserves(v, reserves, computeAt?.(v) ?? w.promptTokens)
+  }
+
+  /**
+   * True when, with `tokens` more prompt sent to `v`, each reserve's prompt arriving next
+   * is still predicted within its class's TTFT budget there. Holding back helps only what
+   * the classes below cause: when the reserve is missed without this request too and no
+   * request of a class below runs in the pool, the excess is the class above's own load
+   * (or a slow server), and the request goes. An idle endpoint takes the request whatever
+   * its size (as for headroom: a prompt larger than the reserve allows would otherwise never
+   * go), so the reserve delays a class below but never stalls it.
+   */
+  private keepsReserves(v: EndpointView, reserves: readonly Reserve[], tokens: number): boolean {
+    if (v.effective.inflightRequests === 0 && v.effective.waiting === 0) return true
+    const step = this.gates.itl(v.name)
+    const phase = this.gates.phase(v.name, step, this.predictor.residual)
+    const pending = this.gates.pendingAt(v.name) - phase.inStepTokens
+    const ms = (ahead: number, own: number) =>
+      this.estimator.serverMs(this.estimator.features(ahead, own, step, phase.residualMs))
+    for (const r of reserves) {
+      const budget = this.ttft.budget(r.className, this.ttft.get(r.className)?.sloMs)
+      if (ms(pending + tokens, r.tokens) <= budget) continue
+      if (ms(pending, r.tokens) > budget && !this.belowRunning(r.className)) continue
+      return false
+    }
+    return true
   }
 
   /** Holds the head of the queues for `ms` (the dispatcher runs again then, or when a gate opens). */
@@ -415,6 +469,7 @@ export class PoolAdmission {
       ),
       meanPromptTokens: Math.round(this.predictor.meanPrompt),
       floorOwedTokens: this.queues.floorState(),
+      ttftReserveTokens: this.reserve.state(),
       ttftMargin: this.ttft.margins(),
       ...this.gates.state(this.pool.views()),
       engineFacts: Object.fromEntries(this.pool.endpoints().map((e) => [e.name, e.facts?.state() ?? null])),

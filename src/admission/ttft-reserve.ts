@@ -1,0 +1,124 @@
+/**
+ * The TTFT reserve: a class below may dispatch to an endpoint only while a request of a class
+ * above, arriving just after it, would still meet its TTFT objective there.
+ *
+ * A model server prefills first come, first served, and every sequence it runs lengthens
+ * its steps. So what a batch request sent now costs an interactive request sent a moment
+ * later is the batch prompt's prefill ahead of it and, for as long as the batch request
+ * runs, a longer step for every prefill chunk. The prefill share and the decode guard bound
+ * each part alone (and the decode guard only by the TPOT objective, which lets steps grow
+ * far past what a long interactive prompt's TTFT can take on a slow engine): on a 70B
+ * profile, the batch flood they let in made the steps twice as long as with two batch
+ * requests at a time, and the long interactive prompts were refused on their predicted TTFT,
+ * so a tuned concurrency cap served more interactive requests than the gateway did.
+ *
+ * The reserve asks the estimator directly: with this request's prompt added to what is
+ * pending at the endpoint, at its live step time, is the predicted server TTFT of a
+ * `quantile`-sized prompt of the class above (of its recent arrivals, the prompt tokens
+ * its servers would compute) within that class's admission budget (objective × (1 −
+ * margin))? Held back, the lower class waits in the gateway's queue, the requests it runs
+ * end, the steps shrink, and it goes again. Only while the class above has had an arrival
+ * in the last `idleMs`: a pool that serves batch alone gives it everything. A class served
+ * under its floor (min_share) passes, as it passes the decode guard, and an idle endpoint
+ * takes any request. Unlike the other gates it is not work-conserving: it keeps room free
+ * for arrivals that have not come yet (`admission.ttft_reserve_quantile` 0 turns it off).
+ */
+
+/** Arrivals remembered per class, for the quantile of their prompt sizes. */
+const RING = 256
+/** The quantile is recomputed after this many arrivals (a sort of RING numbers). */
+const REFRESH_EVERY = 16
+
+/** One class's recent prompt sizes and when it last had an arrival. */
+class Arrivals {
+  private readonly ring = new Float64Array(RING)
+  private n = 0
+  private next = 0
+  private sinceRefresh = 0
+  private cached = 0
+  lastAt = Number.NEGATIVE_INFINITY
+
+  constructor(private readonly quantile: number) {}
+
+  add(tokens: number, now: number): void {
+    this.ring[this.next] = tokens
+    this.next = (this.next + 1) % RING
+    if (this.n < RING) this.n++
+    this.lastAt = now
+    // the first arrivals refresh it at once: a reserve from one prompt is better than none
+    if (++this.sinceRefresh >= REFRESH_EVERY || this.n <= REFRESH_EVERY) this.refresh()
+  }
+
+  /** The quantile of the prompt sizes remembered, tokens. */
+  get tokens(): number {
+    return this.cached
+  }
+
+  private refresh(): void {
+    this.sinceRefresh = 0
+    const sorted = this.ring.slice(0, this.n).sort()
+    this.cached = sorted[Math.min(this.n - 1, Math.floor(this.quantile * this.n))] ?? 0
+  }
+}
+
+export interface ReserveClass {
+  readonly name: string
+  readonly priority: number
+  /** Whether the class is refused on its predicted TTFT with an objective: it may hold a reserve. */
+  readonly reserves: boolean
+}
+
+/** What a class above needs kept free: room for a prompt of `tokens` to compute within its TTFT budget. */
+export interface Reserve {
+  readonly className: string
+  readonly tokens: number
+}
+
+export class TtftReserve {
+  private readonly arrivals = new Map<string, Arrivals>()
+  /** Per class, the classes above it that hold a reserve, tightest priority first. */
+  private readonly above = new Map<string, readonly string[]>()
+
+  /** `quantile` 0: no class holds a reserve. */
+  constructor(
+    classes: readonly ReserveClass[],
+    quantile: number,
+    private readonly idleMs: number,
+  ) {
+    if (!(quantile >= 0 && quantile <= 1)) throw new RangeError(`quantile must be in [0, 1], got ${quantile}`)
+    if (quantile > 0)
+      for (const c of classes) if (c.reserves) this.arrivals.set(c.name, new Arrivals(quantile))
+    for (const c of classes) {
+      const names = classes
+        .filter((o) => this.arrivals.has(o.name) && o.priority < c.priority)
+        .sort((a, b) => a.priority - b.priority)
+        .map((o) => o.name)
+      this.above.set(c.name, names)
+    }
+  }
+
+  /** A request of `className` arrived needing `computeTokens` of prefill (its least, over the endpoints). */
+  arrived(className: string, computeTokens: number, now: number): void {
+    this.arrivals.get(className)?.add(computeTokens, now)
+  }
+
+  /** The reserves a request of `className` must keep at `now`: none when no class above has had an arrival lately. */
+  of(className: string, now: number): Reserve[] {
+    const names = this.above.get(className)
+    if (names === undefined || names.length === 0) return NONE
+    let out: Reserve[] | undefined
+    for (const name of names) {
+      const a = this.arrivals.get(name)!
+      if (now - a.lastAt > this.idleMs) continue
+      out ??= []
+      out.push({ className: name, tokens: a.tokens })
+    }
+    return out ?? NONE
+  }
+
+  state(): Record<string, number> {
+    return Object.fromEntries([...this.arrivals].map(([k, a]) => [k, Math.round(a.tokens)]))
+  }
+}
+
+const NONE: Reserve[] = []
