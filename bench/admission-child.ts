@@ -3,7 +3,7 @@
  * every streamed token) never shares an event loop with what it measures:
  *
  *   node --import tsx bench/admission-child.ts sim --profile P --scale S --seed N [--replicas R]
- *   node --import tsx bench/admission-child.ts gateway --sim URL[,URL] --model M --scale S [--min-share X] [--ttft-per-1k MS]
+ *   node --import tsx bench/admission-child.ts gateway --sim URL[,URL] --model M --scale S [--min-share X] [--ttft-per-1k MS] [--set PATH=VALUE ...]
  *
  * `sim`: one simulated replica (startSim), plus a small stats listener for the bench:
  * GET /stats = { busyMs (sum of the engine's step durations, wall ms), running, waiting,
@@ -11,7 +11,8 @@
  *
  * `gateway`: createRuntime (admission, telemetry, scrapers: the product as shipped) with one
  * pool on the simulator, SLOs, queue waits and the floor's window multiplied by the time scale (the
- * shipped defaults otherwise); `--min-share`: batch's floor (default: the shipped one). The estimator's
+ * shipped defaults otherwise); `--min-share`: batch's floor (default: the shipped one); `--set`: any
+ * config value, as the gateway's own --set (bench:admission --gateway-set). The estimator's
  * priors and the prefill budget are not set: the gateway learns them from the engine (engine facts),
  * as a new user's would, and what it learns from a time-scaled engine is scaled by itself.
  *
@@ -21,6 +22,8 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { parseArgs } from 'node:util'
+import { parse as parseYaml } from 'yaml'
+import { setPath, splitPath } from '../src/config/load.js'
 import { configSchema } from '../src/config/schema.js'
 import { createLogger } from '../src/logger.js'
 import { createRuntime } from '../src/runtime.js'
@@ -35,6 +38,7 @@ export function gatewayConfig(
   scale: number,
   batchMinShare?: number,
   ttftPer1k?: number,
+  sets: readonly string[] = [],
 ) {
   const base = configSchema.parse({})
   const cls = base.classes
@@ -42,7 +46,7 @@ export function gatewayConfig(
   const batch = cls.batch
   if (interactive === undefined || batch === undefined) throw new Error('built-in classes missing')
   const times = (v: number | undefined) => (v === undefined ? undefined : Math.round(v * scale))
-  return configSchema.parse({
+  const raw = {
     auth: { anonymous: 'default' },
     server: { host: '127.0.0.1', admin_host: '127.0.0.1', port: 0, admin_port: 0 },
     log: { level: 'warn' },
@@ -78,7 +82,14 @@ export function gatewayConfig(
       itl_window_ms: times(base.admission.itl_window_ms),
       probe_interval_ms: times(base.admission.probe_interval_ms),
     },
-  })
+  }
+  // --gateway-set PATH=VALUE: as the gateway's own --set, on top of the above (not time-scaled)
+  for (const s of sets) {
+    const eq = s.indexOf('=')
+    if (eq <= 0) throw new RangeError(`--gateway-set ${s}: expected PATH=VALUE`)
+    setPath(raw as Record<string, unknown>, splitPath(s.slice(0, eq)), parseYaml(s.slice(eq + 1)) ?? null)
+  }
+  return configSchema.parse(raw)
 }
 
 async function runSim(profile: string, scale: number, seed: number, replicas: number): Promise<void> {
@@ -128,10 +139,11 @@ async function runGateway(
   simUrl: string,
   model: string,
   scale: number,
-  minShare?: number,
-  ttftPer1k?: number,
+  minShare: number | undefined,
+  ttftPer1k: number | undefined,
+  sets: readonly string[],
 ): Promise<void> {
-  const config = gatewayConfig(simUrl, model, scale, minShare, ttftPer1k)
+  const config = gatewayConfig(simUrl, model, scale, minShare, ttftPer1k, sets)
   const runtime = await createRuntime(config, createLogger('warn'))
   const { app, admin } = runtime.apps
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -164,6 +176,7 @@ async function main(): Promise<void> {
       'min-share': { type: 'string' },
       replicas: { type: 'string', default: '1' },
       'ttft-per-1k': { type: 'string' },
+      set: { type: 'string', multiple: true },
     },
   })
   const scale = Number(values.scale)
@@ -178,7 +191,7 @@ async function main(): Promise<void> {
     const per1k = values['ttft-per-1k'] === undefined ? undefined : Number(values['ttft-per-1k'])
     if (per1k !== undefined && !(per1k >= 0))
       throw new Error(`--ttft-per-1k: expected a number >= 0, got ${values['ttft-per-1k']}`)
-    return runGateway(values.sim, values.model, scale, share, per1k)
+    return runGateway(values.sim, values.model, scale, share, per1k, values.set ?? [])
   }
   throw new Error('usage: admission-child.ts sim|gateway [options]')
 }

@@ -25,6 +25,8 @@ export interface FloorRun {
 export interface BenchContext {
   readonly slos: Record<BenchClass, ClassSlo>
   readonly log: (s: string) => void
+  /** --gateway-set: config values every gateway child gets (PATH=VALUE, as the gateway's --set). */
+  readonly gatewaySets?: readonly string[]
   /** True once the bench stops its children itself. */
   readonly stopping: () => boolean
   /** Where a started child is registered, so a signal stops it. */
@@ -40,6 +42,11 @@ export interface FloorOptions extends BenchContext {
   /** The warm-up, then one segment per level (in `levels` order). */
   readonly segments: readonly Segment[]
   readonly levels: readonly number[]
+}
+
+/** A gateway child's `--set` arguments for `sets`. */
+export function setArgs(sets: readonly string[] | undefined): string[] {
+  return (sets ?? []).flatMap((s) => ['--set', s])
 }
 
 /** Parses `--floors`: comma-separated shares in [0, 1]. */
@@ -66,6 +73,7 @@ export async function runFloors(o: FloorOptions): Promise<FloorRun[]> {
         String(o.scale),
         '--min-share',
         String(minShare),
+        ...setArgs(o.gatewaySets),
       ],
       o.log,
       o.stopping,

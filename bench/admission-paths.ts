@@ -9,7 +9,7 @@ import { loadProfile } from '../src/sim/index.js'
 import { measureCapacity, type ReferenceLevel, referenceLevel } from './admission-capacity.js'
 import { haproxyKey, pathLabel } from './admission-compare.js'
 import type { BenchFile } from './admission-config.js'
-import { type BenchContext, type FloorRun, runFloors } from './admission-floor.js'
+import { type BenchContext, type FloorRun, runFloors, setArgs } from './admission-floor.js'
 import type { EstimatorError } from './admission-metrics.js'
 import { estimatorError, segmentMetrics, segmentSummary } from './admission-metrics.js'
 import { type RunningPeer, startPeer } from './admission-peers.js'
@@ -259,6 +259,7 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
     if (o.paths.includes('gateway')) {
       const args = ['gateway', '--sim', simUrls, '--model', model, '--scale', String(scale)]
       if (wl.ttftPer1k !== undefined) args.push('--ttft-per-1k', String(wl.ttftPer1k))
+      args.push(...setArgs(o.gatewaySets))
       const gw = await spawnChild(`gateway ${wl.name}`, args, log, ended)
       const adminUrl = gw.info.adminUrl as string
       const gp: Probes = { simStatsUrl, adminUrl }
@@ -308,6 +309,7 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
         log,
         stopping: o.stopping,
         children: o.children,
+        ...(o.gatewaySets === undefined ? {} : { gatewaySets: o.gatewaySets }),
       })
   })
   return {

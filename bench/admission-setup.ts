@@ -24,6 +24,8 @@ export interface SetupFacts {
   readonly cores: number
   readonly cpuModel: string
   readonly loadBefore: readonly number[]
+  /** --gateway-set values. */
+  readonly gatewaySets: readonly string[]
 }
 
 function mixText(mix: LengthMix): string {
@@ -37,7 +39,7 @@ function mixText(mix: LengthMix): string {
 
 export function setupSection(report: Report, f: SetupFacts): void {
   const { file, scale, windows: w, cap } = f
-  const g = gatewayConfig('http://sim', 'model', scale)
+  const g = gatewayConfig('http://sim', 'model', scale, undefined, undefined, f.gatewaySets)
   const gi = g.classes.interactive
   const gb = g.classes.batch
   report.heading(f.title ?? 'slo-gateway admission control under load', 1)
@@ -65,6 +67,11 @@ export function setupSection(report: Report, f: SetupFacts): void {
         ? 'time, which is model time at scale 1. What it learned is'
         : `time, ${scale}× too fast in model time: the cold start is harder than on a real server. What it learned is`,
       "under each workload's *Engine facts learned*, from /admin/state.",
+      ...(f.gatewaySets.length === 0
+        ? []
+        : [
+            `Set with \`--gateway-set\` for every gateway run (not time-scaled): ${f.gatewaySets.map((s) => `\`${s}\``).join(', ')}.`,
+          ]),
       '',
       '**All latencies and rates in this report are in model time** (wall ÷ scale): they read as a real',
       'server would show them and compare directly with the 500 ms / 50 ms SLOs.',

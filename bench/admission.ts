@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { BUILTIN_CLASSES } from '../src/config/schema.js'
 import { Report } from '../src/loadgen/report.js'
+import { gatewayConfig } from './admission-child.js'
 import { outcomeLine } from './admission-client.js'
 import { loadBenchFile } from './admission-config.js'
 import { parseFloors } from './admission-floor.js'
@@ -43,6 +44,9 @@ const USAGE = `Usage: npm run bench:admission -- [options]
   --raw FILE        also write every request's outcome as JSON lines (wall ms)
   --floors LIST     also run the gateway once per batch min_share in LIST (e.g. 0,0.05,0.2)
   --batch-load X    batch flood as a multiple of batch saturation, every workload (0 = none)
+  --gateway-set PATH=VALUE
+                    a gateway config value, as its --set (not time-scaled; repeatable), e.g.
+                    --gateway-set admission.ttft_reserve_quantile=0
   -h, --help        this help
 `
 
@@ -75,6 +79,7 @@ async function main(): Promise<void> {
       raw: { type: 'string' },
       floors: { type: 'string' },
       'batch-load': { type: 'string' },
+      'gateway-set': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -100,6 +105,9 @@ async function main(): Promise<void> {
   const levels = values.levels === undefined ? (preset?.levels ?? file.levels) : parseLevels(values.levels)
   const paths = parsePaths(values.paths, values.floors !== undefined)
   const minShares = parseFloors(values.floors ?? '0,0.05,0.2')
+  const gatewaySets = values['gateway-set'] ?? []
+  // a bad PATH=VALUE fails here, before the simulator starts
+  gatewayConfig('http://sim', 'model', 1, undefined, undefined, gatewaySets)
   const runWindows = preset?.run ?? file.run
   const windows = values.quick ? runWindows.quick : runWindows.full
   const out =
@@ -134,6 +142,7 @@ async function main(): Promise<void> {
         windows,
         paths,
         minShares,
+        gatewaySets,
         slos,
         log,
         stopping: () => stopping,
@@ -170,6 +179,7 @@ async function main(): Promise<void> {
         cores: cpus().length,
         cpuModel: cpus()[0]?.model ?? 'unknown CPU',
         loadBefore,
+        gatewaySets,
       })
     report.heading('The yardsticks and the workloads')
     report.paragraph(peerVersions(file, workloads, levels, paths, windows))

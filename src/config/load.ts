@@ -42,7 +42,7 @@ export class ConfigError extends Error {
   }
 }
 
-type Mutable = Record<string, unknown>
+export type Mutable = Record<string, unknown>
 
 /** Splits `backends.pools[0].endpoints` or `backends.pools.0.endpoints` into segments. */
 export function splitPath(path: string): (string | number)[] {
