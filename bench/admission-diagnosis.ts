@@ -229,9 +229,26 @@ export function engineFactsSection(
 export function calibrationSection(report: Report, before: unknown, after: unknown): void {
   const of = (state: unknown) => {
     const s = state as
-      | { admission?: { pools?: { estimator?: unknown }[]; charsPerToken?: unknown } }
+      | {
+          admission?: {
+            pools?: {
+              estimator?: unknown
+              ttftMargin?: unknown
+              tpotMargin?: unknown
+              ttftReserveTokens?: unknown
+            }[]
+            charsPerToken?: unknown
+          }
+        }
       | undefined
-    return { estimator: s?.admission?.pools?.[0]?.estimator, charsPerToken: s?.admission?.charsPerToken }
+    const pool = s?.admission?.pools?.[0]
+    return {
+      estimator: pool?.estimator,
+      charsPerToken: s?.admission?.charsPerToken,
+      ttftMargin: pool?.ttftMargin,
+      tpotMargin: pool?.tpotMargin,
+      ttftReserveTokens: pool?.ttftReserveTokens,
+    }
   }
   report.heading('Estimator calibration (gateway /admin/state)')
   report.paragraph(
