@@ -16,7 +16,8 @@
  * pending at the endpoint, at its live step time, is the predicted server TTFT of a
  * `quantile`-sized prompt of the class above (of its recent arrivals, the prompt tokens
  * its servers would compute) within that class's admission budget (objective × (1 −
- * margin))? Held back, the lower class waits in the gateway's queue, the requests it runs
+ * margin))? (Default 0.99: on the 70B profile 0.9 bound in some runs and not in others; see
+ * the README.) Held back, the lower class waits in the gateway's queue, the requests it runs
  * end, the steps shrink, and it goes again. Only while the class above has had an arrival
  * in the last `idleMs`: a pool that serves batch alone gives it everything. A class served
  * under its floor (min_share) passes, as it passes the decode guard, and an idle endpoint

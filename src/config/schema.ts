@@ -360,7 +360,7 @@ const admissionSchema = z
      * a class above, this quantile of its recent arrivals' sizes, sent right after it, is
      * still predicted within that class's TTFT objective x (1 - margin). 0: off.
      */
-    ttft_reserve_quantile: z.number().min(0).max(1).default(0.9),
+    ttft_reserve_quantile: z.number().min(0).max(1).default(0.99),
     /** The reserve of a class holds while that class has had an arrival within this time. */
     ttft_reserve_idle_ms: positiveInt.default(30_000),
     /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
