@@ -22,8 +22,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { parseArgs } from 'node:util'
-import { parse as parseYaml } from 'yaml'
-import { setPath, splitPath } from '../src/config/load.js'
+import { parseSet, setPath } from '../src/config/load.js'
 import { configSchema } from '../src/config/schema.js'
 import { createLogger } from '../src/logger.js'
 import { createRuntime } from '../src/runtime.js'
@@ -85,9 +84,9 @@ export function gatewayConfig(
   }
   // --gateway-set PATH=VALUE: as the gateway's own --set, on top of the above (not time-scaled)
   for (const s of sets) {
-    const eq = s.indexOf('=')
-    if (eq <= 0) throw new RangeError(`--gateway-set ${s}: expected PATH=VALUE`)
-    setPath(raw as Record<string, unknown>, splitPath(s.slice(0, eq)), parseYaml(s.slice(eq + 1)) ?? null)
+    const set = parseSet(s)
+    if (typeof set === 'string') throw new RangeError(set.replace(/^--set/, '--gateway-set'))
+    setPath(raw as Record<string, unknown>, set.path, set.value)
   }
   return configSchema.parse(raw)
 }

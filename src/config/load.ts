@@ -42,7 +42,20 @@ export class ConfigError extends Error {
   }
 }
 
-export type Mutable = Record<string, unknown>
+type Mutable = Record<string, unknown>
+
+/** One `--set PATH=VALUE`: the path's segments and the value (YAML), or what is wrong with it. */
+export function parseSet(s: string): { path: (string | number)[]; value: unknown } | string {
+  const eq = s.indexOf('=')
+  if (eq <= 0) return `--set ${s}: expected path=value`
+  let path: (string | number)[]
+  try {
+    path = splitPath(s.slice(0, eq))
+  } catch {
+    return `--set ${s}: expected a path like a.b.c or a.b[0].c`
+  }
+  return { path, value: parseYaml(s.slice(eq + 1)) ?? null }
+}
 
 /** Splits `backends.pools[0].endpoints` or `backends.pools.0.endpoints` into segments. */
 export function splitPath(path: string): (string | number)[] {
@@ -169,19 +182,9 @@ export function loadConfig(
   if (overrides.adminPort !== undefined)
     assign(`--admin-port ${overrides.adminPort}`, ['server', 'admin_port'], overrides.adminPort)
   for (const s of overrides.sets ?? []) {
-    const eq = s.indexOf('=')
-    if (eq <= 0) {
-      problems.push(`--set ${s}: expected path=value`)
-      continue
-    }
-    let segs: (string | number)[]
-    try {
-      segs = splitPath(s.slice(0, eq))
-    } catch {
-      problems.push(`--set ${s}: expected a path like a.b.c or a.b[0].c`)
-      continue
-    }
-    assign(`--set ${s}`, segs, parseYaml(s.slice(eq + 1)) ?? null)
+    const set = parseSet(s)
+    if (typeof set === 'string') problems.push(set)
+    else assign(`--set ${s}`, set.path, set.value)
   }
   if (!readable) throw new ConfigError(problems)
 
