@@ -228,26 +228,24 @@ export class PoolAdmission {
     // predict: learning from it would inflate every prediction.
     const learn = this.ttft.learnsFrom(w.className)
     if (learn) this.estimator.observeQueue(w.prediction, queuedMs)
-    const pending = this.gates.pendingAt(endpoint)
+    const at = this.serverAt(endpoint)
     // the endpoint is known now: its own expected hit (and the prompt is remembered there)
     const cached =
       w.blocks === undefined ? 0 : this.prefix.dispatched(lease.endpoint, w.blocks, w.promptTokens)
     const compute = w.promptTokens - cached
     w.computeTokens = compute
     w.facts = lease.endpoint.facts
-    const step = this.gates.itl(endpoint)
-    const phase = this.gates.phase(endpoint, step, this.predictor.residual)
     const queuedOnArrival = w.prediction.queueFeatures !== undefined
-    w.pendingTokens = pending - phase.inStepTokens
+    w.pendingTokens = at.pendingTokens
     // the prompts expected to be sent after it and share its step count as prefill it meets
     w.expectedJoined = this.estimator.expectedJoined(queuedOnArrival)
     w.serverFeatures = this.estimator.features(
       w.pendingTokens + w.expectedJoined,
       compute,
-      step,
-      phase.residualMs,
+      at.stepMs,
+      at.residualMs,
     )
-    this.estimator.onDispatch(w.promptTokens, w.pendingTokens, learn && queuedOnArrival, phase.residualMs)
+    this.estimator.onDispatch(w.promptTokens, w.pendingTokens, learn && queuedOnArrival, at.residualMs)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
     const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w)
@@ -397,18 +395,34 @@ export class PoolAdmission {
    */
   private keepsReserves(v: EndpointView, reserves: readonly Reserve[], tokens: number): boolean {
     if (v.effective.inflightRequests === 0 && v.effective.waiting === 0) return true
-    const step = this.gates.itl(v.name)
-    const phase = this.gates.phase(v.name, step, this.predictor.residual)
-    const pending = this.gates.pendingAt(v.name) - phase.inStepTokens
+    const at = this.serverAt(v.name)
     const ms = (ahead: number, own: number) =>
-      this.estimator.serverMs(this.estimator.features(ahead, own, step, phase.residualMs))
+      this.estimator.serverMs(this.estimator.features(ahead, own, at.stepMs, at.residualMs))
     for (const r of reserves) {
       const budget = this.ttft.budget(r.className, this.ttft.get(r.className)?.sloMs)
-      if (ms(pending + tokens, r.tokens) <= budget) continue
-      if (ms(pending, r.tokens) > budget && !this.belowRunning(r.className)) continue
+      if (ms(at.pendingTokens + tokens, r.tokens) <= budget) continue
+      if (ms(at.pendingTokens, r.tokens) > budget && !this.belowRunning(r.className)) continue
       return false
     }
     return true
+  }
+
+  /**
+   * What a prompt sent to `endpoint` now meets there: its live step time, the time left in
+   * the step in progress, and the prompt tokens pending beyond those that step took.
+   */
+  private serverAt(endpoint: string): {
+    stepMs: number | undefined
+    residualMs: number
+    pendingTokens: number
+  } {
+    const stepMs = this.gates.itl(endpoint)
+    const phase = this.gates.phase(endpoint, stepMs, this.predictor.residual)
+    return {
+      stepMs,
+      residualMs: phase.residualMs,
+      pendingTokens: this.gates.pendingAt(endpoint) - phase.inStepTokens,
+    }
   }
 
   /** Holds the head of the queues for `ms` (the dispatcher runs again then, or when a gate opens). */
