@@ -73,6 +73,7 @@ export function estimatorSection(
         e === undefined ? '' : pct(e.meanAbsRelativeError),
         snap.margin === undefined ? '' : pct(snap.margin),
         snap.tpotMargin === undefined ? '' : pct(snap.tpotMargin),
+        snap.batchBelowMargin === undefined ? '' : pct(snap.batchBelowMargin),
         q?.interactive === undefined ? '' : `${q.interactive.queued}/${q.interactive.inflight}`,
         q?.batch === undefined ? '' : `${q.batch.queued}/${q.batch.inflight}`,
       ])
@@ -92,7 +93,9 @@ export function estimatorSection(
       'Interactive is admitted when its prediction is within its SLO × ' +
       '(1 − its TTFT margin): 10% at least, widened while more than 0.5% of the admitted miss the SLO; ' +
       "it may add to the server's batch while the live ITL is within its TPOT SLO × (1 − its TPOT margin), " +
-      'learned the same way from the TPOT of its admitted streams.',
+      'learned the same way from the TPOT of its admitted streams; batch, while interactive arrives, within ' +
+      "its objective below interactive's (TPOT SLO × (1 − admission.decode_headroom_below)) × (1 − its own " +
+      'margin, learned from its streams).',
   )
   report.table(
     [
@@ -108,6 +111,7 @@ export function estimatorSection(
       "gateway's own mean |error|",
       'interactive TTFT margin',
       'interactive TPOT margin',
+      "batch's TPOT margin below interactive",
       'interactive queued/in flight',
       'batch queued/in flight',
     ],

@@ -67,6 +67,8 @@ export interface Snapshot {
   readonly margin?: number
   /** Interactive's TPOT margin (the decode guard's; widened while admitted streams miss). */
   readonly tpotMargin?: number
+  /** The margin of batch's objective below interactive (admission.decode_headroom_below). */
+  readonly batchBelowMargin?: number
 }
 
 export interface SegmentResult {
@@ -125,6 +127,9 @@ async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
     ...(pool?.itlMs !== undefined ? { itlMs: Object.values(pool.itlMs)[0] ?? null } : {}),
     ...(pool?.ttftMargin?.interactive !== undefined ? { margin: pool.ttftMargin.interactive } : {}),
     ...(pool?.tpotMargin?.interactive !== undefined ? { tpotMargin: pool.tpotMargin.interactive } : {}),
+    ...(pool?.tpotMargin?.['batch:below'] !== undefined
+      ? { batchBelowMargin: pool.tpotMargin['batch:below'] }
+      : {}),
   }
 }
 

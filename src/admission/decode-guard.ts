@@ -21,6 +21,17 @@
  * The guard closes while ITL is over the objective: no new prefill goes to the endpoint,
  * its steps shrink back to decode, and the queue forms in the gateway (where a request's
  * predicted TTFT sees it) instead of in the running batch.
+ *
+ * A class below keeps headroom under the objectives above it while a class above is active
+ * (`headroomBelow`, admission.decode_headroom_below): it gets a TPOT objective of its own,
+ * the tightest above x (1 - headroomBelow), with a margin learned from its own streams like
+ * any class's. Sharing one limit, a batch flood that is already running holds the steps at
+ * the very ITL that closes interactive's guard, so interactive waits in the gateway behind
+ * work it outranks, and its long prompts, predicted at those steps, are refused. A fixed
+ * headroom is not enough: the guard reads the ITL a window late, and the flood's prefill
+ * overshoots it (on the 70B profile in bench:admission, batch at 0.7 of interactive's limit
+ * still ran steps of ~33 ms at 2x); the learned margin corrects the overshoot, as it does
+ * for interactive's own streams.
  */
 import type { Clock } from '../clock.js'
 import { MissMargin } from './margin.js'
@@ -29,6 +40,22 @@ export interface GuardedClass {
   readonly name: string
   readonly priority: number
   readonly tpotMs: number | undefined
+}
+
+/** A TPOT objective the guard holds a class to, and its learned margin. */
+interface Objective {
+  readonly tpotMs: number
+  readonly margin: MissMargin
+}
+
+const limitOf = (o: Objective) => o.tpotMs * (1 - o.margin.value)
+
+/** Teaches `o`'s margin a stream's TPOT: always a final one, a partial one only when it already misses. */
+function judge(o: Objective, tpotMs: number, final: boolean): boolean {
+  const missed = tpotMs > o.tpotMs
+  if (!missed && !final) return false
+  o.margin.observe(missed)
+  return true
 }
 
 /** One closed window of an endpoint's inter-chunk gaps. */
@@ -78,11 +105,15 @@ export class DecodeGuard {
   private readonly windowMs: number
   private readonly meters = new Map<string, ItlMeter>()
   /** Classes with a TPOT objective: the objective and its margin. */
-  private readonly objectives = new Map<string, { readonly tpotMs: number; readonly margin: MissMargin }>()
+  private readonly objectives = new Map<string, Objective>()
   /** For each class: the classes at or above it with a TPOT objective (the tightest binds). */
   private readonly bindingFor = new Map<string, readonly string[]>()
+  /** For each class below one with a TPOT objective (headroomBelow > 0): its objective while one above is active. */
+  private readonly belowObjectives = new Map<string, Objective & { readonly above: readonly string[] }>()
   /** Called when a window closes (the guard may have opened). */
   onChange: (() => void) | undefined = undefined
+  /** True while `className` has had an arrival lately (its classes below then keep the headroom). */
+  active: (className: string) => boolean = () => true
 
   constructor(
     classes: readonly GuardedClass[],
@@ -90,7 +121,10 @@ export class DecodeGuard {
     windowMs: number,
     clock: Clock,
     missTarget = 0,
+    headroomBelow = 0,
   ) {
+    if (!(headroomBelow >= 0 && headroomBelow < 1))
+      throw new RangeError(`headroomBelow must be in [0, 1), got ${headroomBelow}`)
     this.clock = clock
     this.windowMs = windowMs
     for (const c of classes) {
@@ -98,35 +132,54 @@ export class DecodeGuard {
         this.objectives.set(c.name, { tpotMs: c.tpotMs, margin: new MissMargin(margin, missTarget) })
     }
     for (const c of classes) {
-      const above = classes
-        .filter((o) => o.priority <= c.priority && o.tpotMs !== undefined)
-        .map((o) => o.name)
-      this.bindingFor.set(c.name, above)
+      const atOrAbove = classes.filter((o) => o.priority <= c.priority && o.tpotMs !== undefined)
+      this.bindingFor.set(
+        c.name,
+        atOrAbove.map((o) => o.name),
+      )
+      const above = atOrAbove.filter((o) => o.priority < c.priority)
+      if (headroomBelow > 0 && above.length > 0)
+        this.belowObjectives.set(c.name, {
+          tpotMs: Math.min(...above.map((o) => o.tpotMs as number)) * (1 - headroomBelow),
+          margin: new MissMargin(margin, missTarget),
+          above: above.map((o) => o.name),
+        })
     }
   }
 
-  /** The ITL under which `className` may add to a batch: the tightest TPOT x (1 - margin) at or above it. */
+  /** The objective `className` keeps below the classes above it now: undefined while none of them is active. */
+  private below(className: string): Objective | undefined {
+    const b = this.belowObjectives.get(className)
+    return b?.above.some((name) => this.active(name)) ? b : undefined
+  }
+
+  /**
+   * The ITL under which `className` may add to a batch: the tightest TPOT x (1 - margin) at or
+   * above it, and its objective below them while one of them is active.
+   */
   limitMs(className: string): number {
     let limit = Number.POSITIVE_INFINITY
     for (const name of this.bindingFor.get(className) ?? []) {
       const o = this.objectives.get(name)
-      if (o !== undefined) limit = Math.min(limit, o.tpotMs * (1 - o.margin.value))
+      if (o !== undefined) limit = Math.min(limit, limitOf(o))
     }
-    return limit
+    const b = this.below(className)
+    return b === undefined ? limit : Math.min(limit, limitOf(b))
   }
 
   /**
    * An admitted stream of `className` decoded at `tpotMs` per token: in all (`final`), or so
-   * far. A final figure always teaches the class's margin; one so far only when it already
-   * misses (a stream on track may still slow). True when it taught (the stream is judged).
+   * far. A final figure always teaches the class's margins (its own objective's, and its
+   * objective below the classes above while one of them is active); one so far only when
+   * it already misses (a stream on track may still slow). True when it taught (the stream is judged).
    */
   judgeTpot(className: string, tpotMs: number, final: boolean): boolean {
-    const o = this.objectives.get(className)
-    if (o === undefined) return final
-    const missed = tpotMs > o.tpotMs
-    if (!missed && !final) return false
-    o.margin.observe(missed)
-    return true
+    const own = this.objectives.get(className)
+    const below = this.below(className)
+    if (own === undefined && below === undefined) return final
+    const judgedOwn = own !== undefined && judge(own, tpotMs, final)
+    const judgedBelow = below !== undefined && judge(below, tpotMs, final)
+    return judgedOwn || judgedBelow
   }
 
   /** The TPOT margin of `className` now; undefined for a class with no TPOT objective. */
@@ -134,11 +187,16 @@ export class DecodeGuard {
     return this.objectives.get(className)?.margin.value
   }
 
-  /** Each class's TPOT margin now (classes with a TPOT objective). */
+  /**
+   * Each class's TPOT margin now (classes with a TPOT objective), and the margin of each
+   * class's objective below the classes above it (`<class>:below`).
+   */
   margins(): Record<string, number> {
-    return Object.fromEntries(
-      [...this.objectives].map(([k, o]) => [k, Math.round(o.margin.value * 1000) / 1000]),
-    )
+    const round = (o: Objective) => Math.round(o.margin.value * 1000) / 1000
+    return Object.fromEntries([
+      ...[...this.objectives].map(([k, o]) => [k, round(o)]),
+      ...[...this.belowObjectives].map(([k, o]) => [`${k}:below`, round(o)]),
+    ])
   }
 
   /** Records one inter-chunk gap of a stream from `endpoint`; returns the window when this closed one. */

@@ -109,6 +109,7 @@ export class EndpointGates {
       cfg.itl_window_ms,
       clock,
       cfg.tpot_miss_target,
+      cfg.decode_headroom_below,
     )
     for (const [name, c] of Object.entries(classes)) {
       this.limits.set(name, {
@@ -131,6 +132,11 @@ export class EndpointGates {
   private share(className: string, limits: GateLimits, pastGuard: boolean): number {
     if (pastGuard || limits.prefillShare >= 1) return 1
     return this.aboveBusy(className) ? limits.prefillShare : 1
+  }
+
+  /** True while `className` has had an arrival lately: the decode guard's headroom below it holds. */
+  set classActive(f: (className: string) => boolean) {
+    this.guard.active = f
   }
 
   /** Called when the decode guard may have opened (a decode window closed). */

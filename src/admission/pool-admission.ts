@@ -130,6 +130,7 @@ export class PoolAdmission {
       cfg.ttft_reserve_quantile,
       cfg.ttft_reserve_idle_ms,
     )
+    this.gates.classActive = (className) => this.reserve.active(className, this.clock.now())
     this.predictor = new PoolPredictor({
       pool,
       gates: this.gates,

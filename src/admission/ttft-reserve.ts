@@ -39,13 +39,15 @@ class Arrivals {
   private cached = 0
   lastAt = Number.NEGATIVE_INFINITY
 
-  constructor(private readonly quantile: number) {}
+  /** `quantile` 0: only when the class last had an arrival is kept. */
+  constructor(readonly quantile: number) {}
 
   add(tokens: number, now: number): void {
     this.ring[this.next] = tokens
     this.next = (this.next + 1) % RING
     if (this.n < RING) this.n++
     this.lastAt = now
+    if (this.quantile === 0) return
     // the first arrivals refresh it at once: a reserve from one prompt is better than none
     if (++this.sinceRefresh >= REFRESH_EVERY || this.n <= REFRESH_EVERY) this.refresh()
   }
@@ -80,18 +82,17 @@ export class TtftReserve {
   /** Per class, the classes above it that hold a reserve, tightest priority first. */
   private readonly above = new Map<string, readonly string[]>()
 
-  /** `quantile` 0: no class holds a reserve. */
+  /** `quantile` 0: no class holds a reserve (arrivals are still tracked, for `active`). */
   constructor(
     classes: readonly ReserveClass[],
     quantile: number,
     private readonly idleMs: number,
   ) {
     if (!(quantile >= 0 && quantile <= 1)) throw new RangeError(`quantile must be in [0, 1], got ${quantile}`)
-    if (quantile > 0)
-      for (const c of classes) if (c.reserves) this.arrivals.set(c.name, new Arrivals(quantile))
+    for (const c of classes) this.arrivals.set(c.name, new Arrivals(c.reserves ? quantile : 0))
     for (const c of classes) {
       const names = classes
-        .filter((o) => this.arrivals.has(o.name) && o.priority < c.priority)
+        .filter((o) => quantile > 0 && o.reserves && o.priority < c.priority)
         .sort((a, b) => a.priority - b.priority)
         .map((o) => o.name)
       this.above.set(c.name, names)
@@ -117,8 +118,16 @@ export class TtftReserve {
     return out ?? NONE
   }
 
+  /** True while `className` has had an arrival within the idle time. */
+  active(className: string, now: number): boolean {
+    const a = this.arrivals.get(className)
+    return a !== undefined && now - a.lastAt <= this.idleMs
+  }
+
   state(): Record<string, number> {
-    return Object.fromEntries([...this.arrivals].map(([k, a]) => [k, Math.round(a.tokens)]))
+    return Object.fromEntries(
+      [...this.arrivals].flatMap(([k, a]) => (a.quantile > 0 ? [[k, Math.round(a.tokens)]] : [])),
+    )
   }
 }
 

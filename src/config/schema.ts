@@ -381,6 +381,14 @@ const admissionSchema = z
      */
     itl_window_ms: positiveInt.default(200),
     /**
+     * Decode guard, for a class below another with a TPOT objective: while a class above has
+     * had an arrival within ttft_reserve_idle_ms, the class below gets a TPOT objective of its
+     * own, the tightest above x (1 - this), with a margin learned from its own streams, so a
+     * flood below cannot hold the steps at the limit that closes the guard of the class above.
+     * 0: the classes below share the limit of the classes above.
+     */
+    decode_headroom_below: z.number().min(0).max(0.9).default(0.3),
+    /**
      * A class with nothing admitted for this long gets its next request admitted against a
      * refusing prediction (a probe), so the estimator keeps learning from outcomes.
      */

@@ -88,6 +88,44 @@ describe('DecodeGuard', () => {
     expect(g.allows('batch', 'a')).toBe(true)
   })
 
+  it('keeps a class below to (1 - headroom) of the limit above while the class above is active', () => {
+    const clock = new ManualClock()
+    const three = [...classes, { name: 'bulk', priority: 2, tpotMs: 30 }]
+    const g = new DecodeGuard(three, 0.1, 200, clock, 0, 0.3)
+    let active = true
+    g.active = (c) => c === 'interactive' && active
+    stream(g, clock, 'a', 40, 6)
+    expect(g.limitMs('interactive')).toBeCloseTo(45) // its own limit: no headroom
+    expect(g.allows('interactive', 'a')).toBe(true)
+    expect(g.limitMs('batch')).toBeCloseTo(31.5) // 45 x 0.7
+    expect(g.allows('batch', 'a')).toBe(false)
+    // bulk's own objective (27) binds below interactive's 31.5
+    expect(g.limitMs('bulk')).toBeCloseTo(27)
+    stream(g, clock, 'a', 30, 7)
+    expect(g.allows('batch', 'a')).toBe(true)
+    active = false // interactive idle: batch shares its limit again
+    expect(g.limitMs('batch')).toBeCloseTo(45)
+    expect(() => new DecodeGuard(classes, 0.1, 200, clock, 0, 1)).toThrow(RangeError)
+  })
+
+  it("learns the margin of a class's objective below the classes above from its own streams, while they are active", () => {
+    const clock = new ManualClock()
+    const g = new DecodeGuard(classes, 0.1, 200, clock, 0.005, 0.3)
+    let active = true
+    g.active = () => active
+    // batch's objective below interactive: 50 x 0.7 = 35 ms, limit 35 x (1 - margin)
+    expect(g.judgeTpot('batch', 30, false)).toBe(false) // on track so far: judged at its end
+    expect(g.judgeTpot('batch', 40, false)).toBe(true) // already missing 35
+    expect(g.judgeTpot('batch', 40, true)).toBe(true)
+    expect(g.margins()).toEqual({ interactive: 0.1, 'batch:below': 0.14 })
+    expect(g.limitMs('batch')).toBeCloseTo(35 * (1 - 0.1 - 2 * 0.02 * 0.995))
+    expect(g.limitMs('interactive')).toBeCloseTo(45) // the class above is not held by it
+    active = false // interactive idle: batch's streams teach nothing, and it shares interactive's limit
+    expect(g.judgeTpot('batch', 40, true)).toBe(true)
+    expect(g.margins()['batch:below']).toBe(0.14)
+    expect(g.limitMs('batch')).toBeCloseTo(45)
+  })
+
   it('never holds a class with no objective at or above it', () => {
     const clock = new ManualClock()
     const g = new DecodeGuard([{ name: 'only', priority: 0, tpotMs: undefined }], 0.1, 100, clock)

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { PoolAdmission, Waiting } from '../../../src/admission/pool-admission.js'
 import { TtftReserve } from '../../../src/admission/ttft-reserve.js'
+import type { Endpoint } from '../../../src/backends/types.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { GatewayError } from '../../../src/errors.js'
@@ -34,6 +35,20 @@ describe('TtftReserve', () => {
     expect(r.state()).toEqual({ interactive: 870 })
   })
 
+  it('knows which classes had an arrival within the idle time, whatever the quantile', () => {
+    for (const quantile of [0, 0.99]) {
+      const r = new TtftReserve(CLASSES, quantile, 30_000)
+      expect(r.active('interactive', 0)).toBe(false)
+      r.arrived('interactive', 100, 1_000)
+      r.arrived('batch', 100, 1_000)
+      expect(r.active('interactive', 31_000)).toBe(true)
+      expect(r.active('batch', 31_000)).toBe(true)
+      expect(r.active('interactive', 31_001)).toBe(false)
+      expect(r.active('bulk', 1_000)).toBe(false)
+      expect(r.state()).toEqual(quantile === 0 ? {} : { interactive: 100 })
+    }
+  })
+
   it('forgets old arrivals: the quantile follows the last 256', () => {
     const r = new TtftReserve(CLASSES, 0.5, 30_000)
     for (let i = 0; i < 256; i++) r.arrived('interactive', 8_000, 0)
@@ -44,9 +59,10 @@ describe('TtftReserve', () => {
 })
 
 describe('a pool keeps the reserve', () => {
-  function setup(quantile?: number) {
+  function setup(quantile?: number, admission: Record<string, unknown> = {}) {
     const config = configSchema.parse({
       admission: {
+        ...admission,
         // the budget does not bind here: the reserve does
         max_prefill_tokens_per_endpoint: 100_000,
         estimator: { step_ms: 15, prefill_tokens_per_s: 20_000 },
@@ -105,6 +121,30 @@ describe('a pool keeps the reserve', () => {
     expect(place('batch', 100).dispatched).toBe(true) // holding it would not help
     expect(place('batch', 100).dispatched).toBe(false) // now batch runs: holding it lets the steps shrink
     pa.close()
+  })
+
+  it("keeps batch under interactive's decode limit by the headroom while interactive arrives", () => {
+    for (const headroom of [0.3, 0]) {
+      const { pa, clock, place } = setup(0, { decode_headroom_below: headroom })
+      const endpoint = { name: 'main-0' } as Endpoint
+      // streams at 40 ms a token: interactive's limit is 50 x 0.9 = 45, batch's 31.5 with the headroom
+      const decode = (ms: number) => {
+        for (let t = 0; t < ms; t += 40) {
+          clock.advance(40)
+          pa.observeGap(endpoint, 40, clock.now())
+        }
+      }
+      decode(400)
+      pa.arrived('interactive', 500)
+      expect(place('batch', 100).dispatched).toBe(headroom === 0)
+      expect(place('interactive', 500).dispatched).toBe(true)
+      if (headroom > 0) {
+        decode(30_040) // interactive idle for longer than ttft_reserve_idle_ms: batch shares its limit
+        pa.pump()
+        expect(pa.depths().find((d) => d.class === 'batch')?.queued).toBe(0)
+      }
+      pa.close()
+    }
   })
 
   it('keeps nothing with ttft_reserve_quantile 0, or before interactive arrives', () => {
