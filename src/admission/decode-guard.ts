@@ -150,7 +150,9 @@ export class DecodeGuard {
   /** The objective `className` keeps below the classes above it now: undefined while none of them is active. */
   private below(className: string): Objective | undefined {
     const b = this.belowObjectives.get(className)
-    return b?.above.some((name) => this.active(name)) ? b : undefined
+    if (b === undefined) return undefined
+    for (const name of b.above) if (this.active(name)) return b
+    return undefined
   }
 
   /**

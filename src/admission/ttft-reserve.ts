@@ -23,6 +23,9 @@
  * under its floor (min_share) passes, as it passes the decode guard, and an idle endpoint
  * takes any request. Unlike the other gates it is not work-conserving: it keeps room free
  * for arrivals that have not come yet (`admission.ttft_reserve_quantile` 0 turns it off).
+ *
+ * It also says which classes are active (an arrival within `idleMs`, whatever the
+ * quantile): the decode guard keeps its headroom below a class only while it is.
  */
 
 /** Arrivals remembered per class, for the quantile of their prompt sizes. */
@@ -43,11 +46,11 @@ class Arrivals {
   constructor(readonly quantile: number) {}
 
   add(tokens: number, now: number): void {
+    this.lastAt = now
+    if (this.quantile === 0) return
     this.ring[this.next] = tokens
     this.next = (this.next + 1) % RING
     if (this.n < RING) this.n++
-    this.lastAt = now
-    if (this.quantile === 0) return
     // the first arrivals refresh it at once: a reserve from one prompt is better than none
     if (++this.sinceRefresh >= REFRESH_EVERY || this.n <= REFRESH_EVERY) this.refresh()
   }
