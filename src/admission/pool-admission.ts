@@ -109,16 +109,17 @@ export class PoolAdmission {
     this.gates = new EndpointGates(classes, cfg, clock, this.facts.priors.prefillTokensPerS)
     this.gates.onChange = () => this.schedulePump()
     // a class's prefill share binds while a class above it has work (in flight or queued)
-    const above = new Map(
-      defs.map((d) => [d.name, defs.filter((o) => o.priority < d.priority).map((o) => o.name)]),
-    )
-    this.gates.aboveBusy = (className) =>
-      (above.get(className) ?? []).some((c) => (this.inflight.get(c) ?? 0) > 0 || this.queues.sizeOf(c) > 0)
-    const below = new Map(
-      defs.map((d) => [d.name, defs.filter((o) => o.priority > d.priority).map((o) => o.name)]),
-    )
-    this.belowRunning = (className) =>
-      (below.get(className) ?? []).some((c) => (this.inflight.get(c) ?? 0) > 0)
+    const above = classesBy(defs, (o, d) => o.priority < d.priority)
+    this.gates.aboveBusy = (className) => {
+      for (const c of above.get(className) ?? NO_CLASSES)
+        if ((this.inflight.get(c) ?? 0) > 0 || this.queues.sizeOf(c) > 0) return true
+      return false
+    }
+    const below = classesBy(defs, (o, d) => o.priority > d.priority)
+    this.belowRunning = (className) => {
+      for (const c of below.get(className) ?? NO_CLASSES) if ((this.inflight.get(c) ?? 0) > 0) return true
+      return false
+    }
     this.classNames = defs.map((d) => d.name)
     this.ttft = new TtftObjectives(classes, cfg)
     this.reserve = new TtftReserve(
@@ -502,4 +503,14 @@ export class PoolAdmission {
       this.refuseQueued(w, new GatewayError('GW_ERR_DRAINING', {}, { retryAfterMs: 1000 }), now)
     }
   }
+}
+
+const NO_CLASSES: readonly string[] = []
+
+/** For each class of `defs`, the names of the classes `o` with `rel(o, it)`. */
+function classesBy<D extends { readonly name: string }>(
+  defs: readonly D[],
+  rel: (o: D, d: D) => boolean,
+): Map<string, readonly string[]> {
+  return new Map(defs.map((d) => [d.name, defs.filter((o) => rel(o, d)).map((o) => o.name)]))
 }
