@@ -29,7 +29,7 @@ import { PrefixAwareness } from './prefix-awareness.js'
 import { RunningRequests } from './running.js'
 import { TtftEstimator } from './ttft-estimator.js'
 import { TtftObjectives } from './ttft-objectives.js'
-import { type Reserve, TtftReserve } from './ttft-reserve.js'
+import { keepsReserves, type ReserveCheck, type ServerAt, TtftReserve } from './ttft-reserve.js'
 import { AdmittedLease, Waiting } from './waiting.js'
 
 export type { PoolPrediction }
@@ -67,8 +67,8 @@ export class PoolAdmission {
   private readonly affinity: CacheAffinity
   /** What the classes below keep free for an arrival of a class above (ttft-reserve.ts). */
   private readonly reserve: TtftReserve
-  /** True while a class below `className` has requests in flight in the pool. */
-  private readonly belowRunning: (className: string) => boolean
+  /** What the TTFT reserve's check reads of the pool (ttft-reserve.ts keepsReserves). */
+  private readonly reserveCheck: ReserveCheck
 
   /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
   private readonly timers: TimerClock | undefined
@@ -116,9 +116,15 @@ export class PoolAdmission {
       return false
     }
     const below = classesBy(defs, (o, d) => o.priority > d.priority)
-    this.belowRunning = (className) => {
-      for (const c of below.get(className) ?? NO_CLASSES) if ((this.inflight.get(c) ?? 0) > 0) return true
-      return false
+    this.reserveCheck = {
+      serverAt: (endpoint) => this.serverAt(endpoint),
+      serverMs: (at, ahead, own) =>
+        this.estimator.serverMs(this.estimator.features(ahead, own, at.stepMs, at.residualMs)),
+      budget: (className) => this.ttft.budget(className, this.ttft.get(className)?.sloMs),
+      belowRunning: (className) => {
+        for (const c of below.get(className) ?? NO_CLASSES) if ((this.inflight.get(c) ?? 0) > 0) return true
+        return false
+      },
     }
     this.classNames = defs.map((d) => d.name)
     this.ttft = new TtftObjectives(classes, cfg)
@@ -383,41 +389,14 @@ export class PoolAdmission {
     if (floor) return gate
     const reserves = this.reserve.of(w.className, this.clock.now())
     if (reserves.length === 0) return gate
-    return (v) => gate(v) && this.keepsReserves(v, reserves, computeAt?.(v) ?? w.promptTokens)
-  }
-
-  /**
-   * True when, with `tokens` more prompt sent to `v`, each reserve's prompt arriving next
-   * is still predicted within its class's TTFT budget there. Holding back helps only what
-   * the classes below cause: when the reserve is missed without this request too and no
-   * request of a class below runs in the pool, the excess is the class above's own load
-   * (or a slow server), and the request goes. An idle endpoint takes the request whatever
-   * its size (as for headroom: a prompt larger than the reserve allows would otherwise never
-   * go), so the reserve delays a class below but never stalls it.
-   */
-  private keepsReserves(v: EndpointView, reserves: readonly Reserve[], tokens: number): boolean {
-    if (v.effective.inflightRequests === 0 && v.effective.waiting === 0) return true
-    const at = this.serverAt(v.name)
-    const ms = (ahead: number, own: number) =>
-      this.estimator.serverMs(this.estimator.features(ahead, own, at.stepMs, at.residualMs))
-    for (const r of reserves) {
-      const budget = this.ttft.budget(r.className, this.ttft.get(r.className)?.sloMs)
-      if (ms(at.pendingTokens + tokens, r.tokens) <= budget) continue
-      if (ms(at.pendingTokens, r.tokens) > budget && !this.belowRunning(r.className)) continue
-      return false
-    }
-    return true
+    return (v) => gate(v) && keepsReserves(v, reserves, computeAt?.(v) ?? w.promptTokens, this.reserveCheck)
   }
 
   /**
    * What a prompt sent to `endpoint` now meets there: its live step time, the time left in
    * the step in progress, and the prompt tokens pending beyond those that step took.
    */
-  private serverAt(endpoint: string): {
-    stepMs: number | undefined
-    residualMs: number
-    pendingTokens: number
-  } {
+  private serverAt(endpoint: string): ServerAt {
     const stepMs = this.gates.itl(endpoint)
     const phase = this.gates.phase(endpoint, stepMs, this.predictor.residual)
     return {

@@ -28,6 +28,8 @@
  * quantile): the decode guard keeps its headroom below a class only while it is.
  */
 
+import type { EndpointView } from '../backends/types.js'
+
 /** Arrivals remembered per class, for the quantile of their prompt sizes. */
 const RING = 256
 /** The quantile is recomputed after this many arrivals (a sort of RING numbers). */
@@ -135,3 +137,51 @@ export class TtftReserve {
 }
 
 const NONE: Reserve[] = []
+
+/** What a prompt sent to an endpoint now meets there. */
+export interface ServerAt {
+  /** The endpoint's live step time, ms (undefined: not measured). */
+  readonly stepMs: number | undefined
+  /** The time left in the step in progress, ms. */
+  readonly residualMs: number
+  /** The prompt tokens pending beyond those the step in progress took. */
+  readonly pendingTokens: number
+}
+
+/** What the reserve's check reads of the pool. */
+export interface ReserveCheck {
+  /** What a prompt sent to `endpoint` now meets there. */
+  serverAt(endpoint: string): ServerAt
+  /** Predicted server TTFT of a prompt of `own` tokens behind `ahead` pending, at `at`'s step. */
+  serverMs(at: ServerAt, ahead: number, own: number): number
+  /** The TTFT budget of `className` (objective x (1 - margin)). */
+  budget(className: string): number
+  /** True while a class below `className` has requests in flight in the pool. */
+  belowRunning(className: string): boolean
+}
+
+/**
+ * True when, with `tokens` more prompt sent to `v`, each reserve's prompt arriving next
+ * is still predicted within its class's TTFT budget there. Holding back helps only what
+ * the classes below cause: when the reserve is missed without this request too and no
+ * request of a class below runs in the pool, the excess is the class above's own load
+ * (or a slow server), and the request goes. An idle endpoint takes the request whatever
+ * its size (as for headroom: a prompt larger than the reserve allows would otherwise never
+ * go), so the reserve delays a class below but never stalls it.
+ */
+export function keepsReserves(
+  v: EndpointView,
+  reserves: readonly Reserve[],
+  tokens: number,
+  check: ReserveCheck,
+): boolean {
+  if (v.effective.inflightRequests === 0 && v.effective.waiting === 0) return true
+  const at = check.serverAt(v.name)
+  for (const r of reserves) {
+    const budget = check.budget(r.className)
+    if (check.serverMs(at, at.pendingTokens + tokens, r.tokens) <= budget) continue
+    if (check.serverMs(at, at.pendingTokens, r.tokens) > budget && !check.belowRunning(r.className)) continue
+    return false
+  }
+  return true
+}
