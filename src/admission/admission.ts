@@ -48,6 +48,8 @@ export type Decision =
       /** The tenant's fair-share weight in the class queue. */
       readonly weight: number
       readonly deadline: number
+      /** Its rank in its class's queue: its TTFT deadline (ClassQueues' EnqueueRequest.order). */
+      readonly order: number | undefined
       readonly promptTokens: number
       readonly kvTokens: number
       readonly prediction: Prediction
@@ -115,7 +117,7 @@ export class Admission implements AdmissionControl {
     })
     if (d.kind === 'reject') return d.error
     const w = new Waiting(ticket, d.className, d.promptTokens, d.kvTokens, d.prediction, d.blocks)
-    return d.poolAdmission.place(w, ticket.tenant, d.weight, d.deadline)
+    return d.poolAdmission.place(w, ticket.tenant, d.weight, d.deadline, d.order)
   }
 
   /** The decision alone: classify, predict, degrade, and admit or refuse (no side effect on queues). */
@@ -144,7 +146,11 @@ export class Admission implements AdmissionControl {
     let budget = pa.ttft.budget(className, slo)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let blocks = this.blocksFor(pa, t, body)
-    let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
+    // Queued by its TTFT deadline within its tenant's queue, so a request whose objective is
+    // tighter (a short prompt under a length-aware objective) goes ahead of those with slack.
+    const orderOf = (ms: number | undefined) => (ms === undefined ? undefined : t.arrivedAt + ms)
+    let order = orderOf(slo)
+    let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
     pa.arrived(className, pp.leastComputeTokens)
     const margin = this.config.admission.margin
@@ -174,8 +180,9 @@ export class Admission implements AdmissionControl {
         objectives = objectivesFor(t, className, cls)
         t.slo = objectives
         slo = objectives.ttft_ms
+        order = orderOf(slo)
         budget = pa.ttft.budget(className, slo)
-        pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
+        pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
         lost ||= pp.usable === 0
         // the rest of the ladder is the interactive class's: the demoted request is done with it
         return 'done'
@@ -186,7 +193,7 @@ export class Admission implements AdmissionControl {
       if (pa !== before) blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
       budget = pa.ttft.budget(className, slo)
       kvTokens = promptTokens + req.choices * req.expectedOutput
-      pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId)
+      pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
       lost ||= pp.usable === 0
       return lost ? 'done' : 'applied'
     })
@@ -244,6 +251,7 @@ export class Admission implements AdmissionControl {
       className,
       weight: input.tenantWeight !== undefined && input.tenantWeight > 0 ? input.tenantWeight : 1,
       deadline: now + Math.max(0, waitBudget),
+      order,
       promptTokens,
       kvTokens,
       prediction: p,

@@ -21,6 +21,13 @@ import { ShareFloor } from './share-floor.js'
  * queued accrues nothing, so its share goes to the others, and any class takes whatever the
  * classes above it leave. Dispatches that bypass the queues (`recordDispatch`) count too.
  *
+ * Order within a class: each tenant's items by `order` (admission's TTFT deadline: arrival
+ * plus the request's TTFT objective), then FIFO, so a short prompt under a length-aware
+ * objective is not queued behind long prompts that have hundreds of ms of slack left; with
+ * one objective for every request of a tenant that is FIFO. The class keeps its items in
+ * that order too (across tenants), for what walks the queue as it will be served
+ * (`shedWhere`, `followers`) and for the work ahead of a new arrival (`costAhead`).
+ *
  * Deadlines: an item's effective deadline is min(its deadline, enqueue time + the class's
  * maxQueueWaitMs). An indexed min-heap over effective deadlines gives `expired(now)` in
  * O(k log n) and `nextDeadline()` in O(1); dequeue and remove take the item out of the
@@ -63,6 +70,11 @@ export interface EnqueueRequest {
   weight: number
   /** Clock ms after which the item is shed; Infinity for none (maxQueueWaitMs still applies). */
   deadline: number
+  /**
+   * Served before the items of its class and tenant of a later `order`: its TTFT deadline
+   * (clock ms). Default +Infinity: after every item queued (FIFO).
+   */
+  order?: number
 }
 
 export type EnqueueResult = 'ok' | 'queue_full'
@@ -93,10 +105,12 @@ interface Entry<T extends ClassQueued> extends FairQueued {
   readonly bytes: number
   readonly enqueuedAt: number
   readonly deadline: number
+  /** Its rank in the class's order (EnqueueRequest.order). */
+  readonly order: number
   /** Enqueue order, breaks deadline ties. */
   readonly seq: number
   heapIndex: number
-  /** Neighbours in the class's arrival-order list. */
+  /** Neighbours in the class's list, in `order` then arrival (service order for one tenant). */
   older: Entry<T> | undefined
   newer: Entry<T> | undefined
 }
@@ -181,6 +195,10 @@ export class ClassQueues<T extends ClassQueued> {
       return 'queue_full'
     }
     const now = this.clock.now()
+    const order = req.order ?? Number.POSITIVE_INFINITY
+    let older = c.newest
+    while (older !== undefined && older.order > order) older = older.older
+    const newer = older === undefined ? c.oldest : older.newer
     const entry: Entry<T> = {
       queues: this,
       item,
@@ -189,16 +207,18 @@ export class ClassQueues<T extends ClassQueued> {
       bytes: req.bytes,
       enqueuedAt: now,
       deadline: Math.min(req.deadline, now + c.spec.maxQueueWaitMs),
+      order,
       seq: this.seq++,
       heapIndex: -1,
-      older: c.newest,
-      newer: undefined,
+      older,
+      newer,
       fairNode: undefined,
     }
-    c.fair.push(entry, req.tenant, req.cost, req.weight) // validates cost and weight first
-    if (c.newest === undefined) c.oldest = entry
-    else c.newest.newer = entry
-    c.newest = entry
+    c.fair.push(entry, req.tenant, req.cost, req.weight, order) // validates cost, weight, order first
+    if (older === undefined) c.oldest = entry
+    else older.newer = entry
+    if (newer === undefined) c.newest = entry
+    else newer.older = entry
     c.bytes += req.bytes
     item.queueEntry = entry
     this.count++
@@ -230,7 +250,7 @@ export class ClassQueues<T extends ClassQueued> {
   }
 
   /**
-   * Up to `limit` items of class `name` other than its head, oldest first (arrival order
+   * Up to `limit` items of class `name` other than its head, in the class's order (which
    * stands in for the fair queue's): the ones a dispatcher may serve out of turn.
    */
   followers(name: string, limit: number): T[] {
@@ -315,10 +335,10 @@ export class ClassQueues<T extends ClassQueued> {
   }
 
   /**
-   * Walks class `name` oldest first, each item with the prompt tokens queued ahead of it
-   * (the classes served before it under strict priority, and its own class's older items),
-   * and removes those `hopeless` says can no longer make it. Returns them, oldest first.
-   * Arrival order stands in for the fair queue's order. O(items in the class).
+   * Walks class `name` in its order, each item with the prompt tokens queued ahead of it
+   * (the classes served before it under strict priority, and its own class's items before
+   * it), and removes those `hopeless` says can no longer make it. Returns them in that
+   * order. The class's order stands in for the fair queue's. O(items in the class).
    */
   shedWhere(name: string, hopeless: (item: T, aheadTokens: number) => boolean): T[] {
     const c = this.state(name)
@@ -356,22 +376,27 @@ export class ClassQueues<T extends ClassQueued> {
   /**
    * Token cost queued in the classes served before or with `name` under strict priority
    * (priority ≤ its priority, itself included): the prefill work ahead of a new arrival.
-   * The floor is not applied. O(#classes).
+   * With `order` (the arrival's EnqueueRequest.order), its own class's items of a later
+   * order, which it would go ahead of, are left out. The floor is not applied.
+   * O(#classes + items of a later order).
    */
-  costAhead(name: string): number {
-    const p = this.state(name).spec.priority
+  costAhead(name: string, order = Number.POSITIVE_INFINITY): number {
+    const own = this.state(name)
+    const p = own.spec.priority
     let sum = 0
     for (const c of this.byPriority) {
       if (c.spec.priority > p) break
       sum += c.fair.totalCost
     }
-    return sum
+    for (let e = own.newest; e !== undefined && e.order > order; e = e.older) sum -= e.cost
+    return Math.max(0, sum)
   }
 
-  /** How long the oldest item of the class has waited at `now`; 0 when it is empty. */
+  /** How long the oldest item of the class has waited at `now`; 0 when it is empty. O(items in the class). */
   oldestWaitMs(name: string, now: number): number {
-    const oldest = this.state(name).oldest
-    return oldest === undefined ? 0 : Math.max(0, now - oldest.enqueuedAt)
+    let first = Number.POSITIVE_INFINITY
+    for (let e = this.state(name).oldest; e !== undefined; e = e.newer) first = Math.min(first, e.enqueuedAt)
+    return Number.isFinite(first) ? Math.max(0, now - first) : 0
   }
 
   private state(name: string): ClassState<T> {

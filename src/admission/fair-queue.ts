@@ -4,12 +4,12 @@
  *
  * Rule: tenants with queued items form an active list. The tenant at its head starts a
  * turn by adding its quantum (weight × base quantum) to its deficit, then serves its
- * items in FIFO order while the head item's cost fits in the deficit, paying the cost
- * out of the deficit each time. When the head item does not fit, the turn ends and the
- * tenant moves to the tail with what is left of its deficit. A tenant whose queue
- * empties leaves the active list and loses its deficit (standard DRR), so an idle
- * tenant cannot bank credit, and no per-tenant state outlives its last item. Over a
- * backlogged period each tenant is served tokens in proportion to its weight.
+ * items in order (by rank, then FIFO: see `push`) while the head item's cost fits in the
+ * deficit, paying the cost out of the deficit each time. When the head item does not fit,
+ * the turn ends and the tenant moves to the tail with what is left of its deficit. A
+ * tenant whose queue empties leaves the active list and loses its deficit (standard DRR),
+ * so an idle tenant cannot bank credit, and no per-tenant state outlives its last item.
+ * Over a backlogged period each tenant is served tokens in proportion to its weight.
  *
  * An item costlier than one quantum waits until enough turns have passed. Rather than
  * spin through those empty rounds one by one, after a full round in which nobody could
@@ -17,11 +17,12 @@
  * skipped rounds would have added (the fewest rounds after which someone can serve).
  * This gives exactly the order round-by-round DRR would give.
  *
- * Storage: an intrusive doubly linked FIFO per tenant, a doubly linked active list of
- * tenants, and each item's node on the item itself (`fairNode`), not in a Map: a long-lived
- * Map that queued items go in and out of makes V8's young-generation collector promote what
- * they hold (see src/slot-map.ts). push, remove, size: O(1). pop, peek: O(1) amortized
- * when costs are mostly below a quantum; in the worst case O(#active tenants).
+ * Storage: an intrusive doubly linked list per tenant in rank order, a doubly linked
+ * active list of tenants, and each item's node on the item itself (`fairNode`), not in a
+ * Map: a long-lived Map that queued items go in and out of makes V8's young-generation
+ * collector promote what they hold (see src/slot-map.ts). push (ranks in order), remove,
+ * size: O(1). pop, peek: O(1) amortized when costs are mostly below a quantum; in the
+ * worst case O(#active tenants).
  *
  * `peek()` settles the round robin (credits and rotates tenants exactly as the next
  * `pop()` would), so it returns the item that the next `pop()` returns, provided
@@ -46,6 +47,8 @@ interface ItemNode<T extends FairQueued> {
   readonly queue: FairQueue<T>
   readonly item: T
   readonly cost: number
+  /** Served before the tenant's items of a higher rank (see `push`). */
+  readonly rank: number
   readonly tenant: TenantState<T>
   prev: ItemNode<T> | undefined
   next: ItemNode<T> | undefined
@@ -99,13 +102,17 @@ export class FairQueue<T extends FairQueued> {
   }
 
   /**
-   * Queues `item` at the tail of `tenant`'s FIFO. `weight` > 0 sets the tenant's weight
-   * (the latest push wins); `cost` ≥ 0 is what serving the item charges, in tokens.
-   * Throws if the item is already queued.
+   * Queues `item` in `tenant`'s queue: after every item of a rank ≤ `rank`, before those of a
+   * higher rank (the default, +Infinity, is the tail: FIFO). Admission ranks an item by its
+   * TTFT deadline, so a tenant's queue is earliest deadline first, which is FIFO when its
+   * objectives are the same for every request. The walk starts at the tail: O(1) when ranks
+   * come in order. `weight` > 0 sets the tenant's weight (the latest push wins); `cost` ≥ 0
+   * is what serving the item charges, in tokens. Throws if the item is already queued.
    */
-  push(item: T, tenant: string, cost: number, weight: number): void {
+  push(item: T, tenant: string, cost: number, weight: number, rank = Number.POSITIVE_INFINITY): void {
     if (!(Number.isFinite(cost) && cost >= 0)) throw new RangeError(`cost must be ≥ 0, got ${cost}`)
     if (!(Number.isFinite(weight) && weight > 0)) throw new RangeError(`weight must be > 0, got ${weight}`)
+    if (Number.isNaN(rank)) throw new RangeError('rank must be a number, got NaN')
     if (item.fairNode !== undefined) throw new Error('item is already queued')
     let t = this.tenants.get(tenant)
     if (t === undefined) {
@@ -124,10 +131,14 @@ export class FairQueue<T extends FairQueued> {
       this.appendActive(t)
     }
     t.weight = weight
-    const node: ItemNode<T> = { queue: this, item, cost, tenant: t, prev: t.tail, next: undefined }
-    if (t.tail === undefined) t.head = node
-    else t.tail.next = node
-    t.tail = node
+    let after = t.tail
+    while (after !== undefined && after.rank > rank) after = after.prev
+    const before = after === undefined ? t.head : after.next
+    const node: ItemNode<T> = { queue: this, item, cost, rank, tenant: t, prev: after, next: before }
+    if (after === undefined) t.head = node
+    else after.next = node
+    if (before === undefined) t.tail = node
+    else before.prev = node
     t.count++
     item.fairNode = node
     this.count++

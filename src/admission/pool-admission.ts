@@ -177,9 +177,10 @@ export class PoolAdmission {
   /**
    * Places an admitted request: dispatched at once (its lease) when nothing of its class or
    * above waits and an endpoint has headroom, else queued until `deadline` (the request
-   * itself, whose lease comes later), or refused when its class's queue is full.
+   * itself, whose lease comes later), or refused when its class's queue is full. `order`:
+   * its rank in its tenant's queue (its TTFT deadline; undefined: at the tail).
    */
-  place(w: Waiting, tenant: string, weight: number, deadline: number): Admitted {
+  place(w: Waiting, tenant: string, weight: number, deadline: number, order?: number): Admitted {
     this.lastAdmitted.set(w.className, this.clock.now())
     w.dispatchBy = deadline
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
@@ -199,6 +200,7 @@ export class PoolAdmission {
       bytes: w.ticket.bodyBytes,
       weight,
       deadline,
+      ...(order === undefined ? {} : { order }),
     })
     if (r === 'queue_full') {
       return new GatewayError(
@@ -211,6 +213,9 @@ export class PoolAdmission {
     w.queuedAt = this.clock.now()
     this.estimator.onBacklog(true)
     this.armTimer()
+    // queued ahead of what waits (an earlier TTFT deadline): the gates may be open to it
+    if (this.queues.sizeOf(w.className) > 1 && this.queues.peekClass(w.className)?.item === w)
+      this.schedulePump()
     return w
   }
 

@@ -93,6 +93,8 @@ export class PoolPredictor {
    * tokens not expected in the prefix cache of the endpoints it may go to (see
    * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
    * would compute. `session`: its x-session-id (session affinity, when the pool routes by it).
+   * `order`: its rank in its class's queue (its TTFT deadline): the queued requests of its
+   * class it would go ahead of are not ahead of it.
    */
   predict(
     className: string,
@@ -100,6 +102,7 @@ export class PoolPredictor {
     kvTokens: number,
     blocks?: PromptBlocks,
     session?: string,
+    order?: number,
   ): PoolPrediction {
     const views = this.pool.views()
     const view = this.gates.serverView(views, this.meanPrompt, this.residual)
@@ -108,7 +111,7 @@ export class PoolPredictor {
     const blocked = !views.some(open)
     const kvBlocked =
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
-    const ahead = this.queues.costAhead(className)
+    const ahead = this.queues.costAhead(className, order)
     const queued = ahead > 0 || blocked ? ahead : undefined
     const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens, computeAt)
     const hit =

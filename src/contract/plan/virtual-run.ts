@@ -201,7 +201,7 @@ function run(spec: RunSpec): RunResult {
     const d = admission.decide({ ticket: t, body, pool, tenantWeight: 1 })
     if (d.kind === 'reject') return refuse(r, d.error.rejectReason ?? d.error.code)
     const w = new PlanWaiting(t, d.className, d.promptTokens, d.kvTokens, d.prediction, d.blocks)
-    const placed = d.poolAdmission.place(w, t.tenant, d.weight, d.deadline)
+    const placed = d.poolAdmission.place(w, t.tenant, d.weight, d.deadline, d.order)
     if (placed instanceof GatewayError) return refuse(r, placed.rejectReason ?? placed.code)
     if (placed !== w) return dispatch(r, t, placed as Lease)
     // queued: dispatched by admission's pump, or shed by its deadline timer (queue_timeout)

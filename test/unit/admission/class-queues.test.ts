@@ -166,6 +166,24 @@ describe('ClassQueues', () => {
     expect(q.followers('interactive', 5)).toEqual([])
   })
 
+  it('serves a tenant by TTFT deadline (order), FIFO among equal ones, and counts only earlier orders ahead', () => {
+    const { clock, q } = setup()
+    q.enqueue(item('long1'), req('interactive', { cost: 4000, order: 1900 }))
+    q.enqueue(item('long2'), req('interactive', { cost: 4000, order: 1950 }))
+    clock.advance(100)
+    // a short prompt with a tighter objective: ahead of the two long ones, behind the batch-free queue
+    expect(q.costAhead('interactive', 1600)).toBe(0)
+    q.enqueue(item('short'), req('interactive', { cost: 200, order: 1600 }))
+    q.enqueue(item('same'), req('interactive', { cost: 200, order: 1900 })) // after long1: FIFO among equals
+    q.enqueue(item('tail'), req('interactive', { cost: 50 })) // no order: the tail
+    expect(q.costAhead('interactive', 1900)).toBe(200 + 4000 + 200)
+    expect(q.costAhead('interactive')).toBe(8450)
+    expect(q.oldestWaitMs('interactive', clock.now())).toBe(100) // long1, not the head
+    const order: string[] = []
+    for (let d = q.dequeue(); d !== undefined; d = q.dequeue()) order.push(d.item.id)
+    expect(order).toEqual(['short', 'long1', 'same', 'long2', 'tail'])
+  })
+
   it('shares a class 1:3 between tenants of weights 1 and 3 over 400 dequeues', () => {
     const big = { ...INTERACTIVE, queueLimit: 10_000 }
     const { q } = setup([big])
@@ -276,6 +294,9 @@ describe('ClassQueues', () => {
       cost: number
       bytes: number
       deadline: number
+      order: number
+      seq: number
+      enqueuedAt: number
     }
     const model = new Map<string, Ref>()
     const pick = <V>(xs: readonly V[]): V => xs[Math.floor(r() * xs.length)]!
@@ -288,6 +309,19 @@ describe('ClassQueues', () => {
         expect(q.bytesOf(c.name)).toBe(mine.reduce((s, x) => s + x.bytes, 0))
         const ahead = refs.filter((x) => prio.get(x.cls)! <= c.priority).reduce((s, x) => s + x.cost, 0)
         expect(q.costAhead(c.name)).toBe(ahead)
+        // with an arrival's order: its class's items of a later order are not ahead of it
+        const o = clock.now() + Math.floor(r() * 30_000)
+        const later = mine.filter((x) => x.order > o).reduce((s, x) => s + x.cost, 0)
+        expect(q.costAhead(c.name, o)).toBe(ahead - later)
+        // the class in order, then arrival (its DRR head left out)
+        const head = q.peekClass(c.name)?.item
+        const inOrder = [...mine]
+          .sort((a, b) => a.order - b.order || a.seq - b.seq)
+          .map((x) => x.item)
+          .filter((x) => x !== head)
+        expect(q.followers(c.name, 1000)).toEqual(inOrder)
+        const oldest = Math.min(...mine.map((x) => x.enqueuedAt))
+        expect(q.oldestWaitMs(c.name, clock.now())).toBe(mine.length === 0 ? 0 : clock.now() - oldest)
       }
       const next = refs.length === 0 ? undefined : Math.min(...refs.map((x) => x.deadline))
       expect(q.nextDeadline()).toBe(next)
@@ -300,6 +334,7 @@ describe('ClassQueues', () => {
         const bytes = Math.floor(r() * 300)
         const cost = Math.floor(r() * 3000)
         const deadline = r() < 0.3 ? Infinity : clock.now() + Math.floor(r() * 30_000)
+        const order = r() < 0.3 ? undefined : clock.now() + Math.floor(r() * 30_000)
         const item = { id: `r${i}` }
         const inClass = [...model.values()].filter((x) => x.cls === cls)
         const full =
@@ -312,6 +347,7 @@ describe('ClassQueues', () => {
           bytes,
           weight: pick([1, 2, 3]),
           deadline,
+          ...(order === undefined ? {} : { order }),
         })
         expect(res).toBe(full ? 'queue_full' : 'ok')
         if (!full) {
@@ -321,6 +357,9 @@ describe('ClassQueues', () => {
             cost,
             bytes,
             deadline: Math.min(deadline, clock.now() + spec.maxQueueWaitMs),
+            order: order ?? Infinity,
+            seq: i,
+            enqueuedAt: clock.now(),
           })
         }
       } else if (op < 0.6) {

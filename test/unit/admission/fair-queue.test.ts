@@ -73,6 +73,24 @@ class NaiveDrr {
 }
 
 describe('FairQueue (weighted DRR in tokens)', () => {
+  it('serves a tenant by rank, FIFO among equal ranks and unranked items, and keeps DRR between tenants', () => {
+    const q = new FairQueue<Job>({ quantum: 100 })
+    const a = [job('a', 10, 0), job('a', 10, 1), job('a', 10, 2), job('a', 10, 3), job('a', 10, 4)]
+    q.push(a[0]!, 'a', 10, 1, 50)
+    q.push(a[1]!, 'a', 10, 1) // unranked: the tail
+    q.push(a[2]!, 'a', 10, 1, 20) // before the first
+    q.push(a[3]!, 'a', 10, 1, 50) // after the first (equal rank)
+    const b = job('b', 500, 9)
+    q.push(b, 'b', 500, 1, 0) // another tenant's rank does not jump a's queue
+    q.push(a[4]!, 'a', 10, 1, Number.POSITIVE_INFINITY)
+    expect(() => q.push(job('a', 1, 5), 'a', 1, 1, Number.NaN)).toThrow(RangeError)
+    const out: number[] = []
+    for (let j = q.pop(); j !== undefined; j = q.pop()) out.push(j.n)
+    // a's turn (quantum 100) serves all five in rank order before b can pay its 500
+    expect(out).toEqual([2, 0, 3, 1, 4, 9])
+    expect(q.size).toBe(0)
+  })
+
   it('is empty at first and FIFO within one tenant', () => {
     const q = new FairQueue<Job>()
     expect(q.peek()).toBeUndefined()

@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { Admission } from '../../../src/admission/admission.js'
+import type { Queued } from '../../../src/admission/face.js'
+import type { Lease } from '../../../src/backends/types.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { lengthAwareTtftMs, objectivesOf } from '../../../src/objectives.js'
@@ -72,6 +74,28 @@ describe('length-aware TTFT objectives', () => {
     const short = aware.request(200)
     expect(aware.admission.decide(short).kind).toBe('admit')
     expect(short.ticket.slo?.ttft_ms).toBe(190)
+  })
+
+  it('queues by TTFT deadline: a short prompt goes ahead of long ones with slack, and only what is ahead of it is predicted', async () => {
+    const aware = setup(400) // 4,000 tokens: 1,750 ms; 200 tokens: 230 ms (admitted under half of it)
+    const pool = aware.request(0).pool as FakePool
+    pool.slots = 1
+    const first = aware.admission.admit(aware.request(100).ticket, { model: 'm', messages: [] }, pool)
+    expect(first).toHaveProperty('release') // dispatched at once: it holds the one slot
+    const longs = [aware.request(4000), aware.request(4000)]
+    for (const l of longs)
+      expect('lease' in (aware.admission.admit(l.ticket, l.body, l.pool) as object)).toBe(true)
+    const short = aware.request(200)
+    const queued = aware.admission.admit(short.ticket, short.body, short.pool)
+    // the 8,000 queued tokens are behind it: predicted as the head of the queue, not after them
+    expect('lease' in (queued as object)).toBe(true)
+    expect(short.ticket.predictedTtftMs).toBeLessThan(115)
+    ;(first as Lease).release('ok')
+    const lease = await (queued as Queued).lease
+    expect(lease).toHaveProperty('release')
+    const pa = aware.admission.poolAdmission(pool)
+    expect(pa.depths().find((d) => d.class === 'chat')?.queued).toBe(2) // both long ones still wait
+    pa.close()
   })
 
   it('the verdict judges a request by the objective of its length', () => {
