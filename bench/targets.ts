@@ -150,10 +150,22 @@ export async function admissionWired(t: Target): Promise<boolean | undefined> {
   }
 }
 
+/**
+ * Fills the `__NAME__` placeholders of a config template (nginx, HAProxy, YAML), except on its
+ * comment lines (`#` first): a template names its placeholders in its header comment, and a
+ * value of several lines put there would leave all but its first line outside the comment
+ * (HAProxy in front of two replicas refused its config: "'server' out of section").
+ */
 export function render(template: string, vars: Record<string, string | number>): string {
-  let out = template
-  for (const [k, v] of Object.entries(vars)) out = out.replaceAll(`__${k}__`, String(v))
-  return out
+  return template
+    .split('\n')
+    .map((line) => {
+      if (line.trimStart().startsWith('#')) return line
+      let out = line
+      for (const [k, v] of Object.entries(vars)) out = out.replaceAll(`__${k}__`, String(v))
+      return out
+    })
+    .join('\n')
 }
 
 /** nginx from bench/peers/nginx.conf; undefined when the binary is missing. */

@@ -5,6 +5,7 @@
  * - promtool (Debian package `prometheus`): the e2e tests check /metrics and the alert rules.
  * - redis-server (Debian package `redis-server`): the limiter stores' integration tests.
  * - chromium (Debian package `chromium`): the dashboard's test loads /dashboard in it, headless.
+ * - haproxy (Debian package `haproxy`): the bench's HAProxy yardstick config is checked by it (`haproxy -c`).
  * - kubectl with kustomize v5 (kubectl 1.27+; Debian package `kubernetes-client` where the
  *   release ships one that new): the deploy tests build deploy/k8s (kustomize-tool.mjs).
  *   Debian bookworm's is kubectl 1.20, too old: then it says what to install instead.
@@ -23,6 +24,7 @@ const NEEDED = [
   { program: 'promtool', debian: 'prometheus' },
   { program: 'redis-server', debian: 'redis-server' },
   { program: 'chromium', debian: 'chromium' },
+  { program: 'haproxy', debian: 'haproxy' },
 ]
 
 const say = (line) => process.stderr.write(`test-prereqs: ${line}\n`)
@@ -112,6 +114,7 @@ if (prefix === undefined) {
       'redis-server': 'redis',
       kubectl: 'kubectl',
       chromium: '--cask chromium',
+      haproxy: 'haproxy',
     }
     const brew = missing.map((n) => formula[n.program]).join(' ')
     process.stderr.write(`\n  brew install ${brew}\n\n`)
