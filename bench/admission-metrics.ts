@@ -92,6 +92,10 @@ export interface SegmentMetrics {
   readonly simBusy: number
   /** The same from the gateway's slo_gateway_backend_busy_seconds_total (gateway runs). */
   readonly gatewayBusy?: number
+  /** The gateway process's CPU in the window, in cores (gateway runs). */
+  readonly gatewayCpu?: number
+  /** Its event-loop delay p99 over the window, wall ms (gateway runs). */
+  readonly gatewayLoopP99Ms?: number
   readonly lagP99Ms: number
   readonly sendLagP99Ms: number
   /** Counters and gateway state at the window's start and end. */
@@ -295,6 +299,10 @@ export function segmentMetrics(
     seg.end.gatewayBusyS !== undefined && seg.start.gatewayBusyS !== undefined
       ? Math.min(1, ((seg.end.gatewayBusyS - seg.start.gatewayBusyS) * 1000) / wallWin)
       : undefined
+  const cpu =
+    seg.end.gatewayCpuS !== undefined && seg.start.gatewayCpuS !== undefined
+      ? ((seg.end.gatewayCpuS - seg.start.gatewayCpuS) * 1000) / wallWin
+      : undefined
   return {
     perClass: {
       interactive: classMetrics(seg, everything, 'interactive', slos.interactive, scale),
@@ -302,6 +310,8 @@ export function segmentMetrics(
     },
     simBusy,
     ...(gw !== undefined ? { gatewayBusy: gw } : {}),
+    ...(cpu !== undefined ? { gatewayCpu: cpu } : {}),
+    ...(seg.end.gatewayLoopP99Ms !== undefined ? { gatewayLoopP99Ms: seg.end.gatewayLoopP99Ms } : {}),
     lagP99Ms: seg.lagP99Ms,
     sendLagP99Ms: seg.sendLagP99Ms,
     snapshots: { start: seg.start, end: seg.end },

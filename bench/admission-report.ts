@@ -182,6 +182,8 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
         pct(r.perClass.batch.throughputTokS / left.fcfsTokS),
         fmt(r.lagP99Ms, 1),
         fmt(r.sendLagP99Ms, 1),
+        r.gatewayCpu === undefined ? '' : pct(r.gatewayCpu),
+        r.gatewayLoopP99Ms === undefined ? '' : fmt(r.gatewayLoopP99Ms, 1),
       ])
     }
   }
@@ -200,6 +202,8 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
       'batch throughput / left with no TPOT objective',
       'sim step lag p99 ms (wall)',
       'send lag p99 ms (wall)',
+      'gateway CPU (of one core)',
+      'gateway event-loop delay p99 ms (wall)',
     ],
     rows,
   )

@@ -58,6 +58,14 @@ export interface Snapshot {
   readonly sim: SimStats
   /** slo_gateway_backend_busy_seconds_total summed over backends (gateway runs). */
   readonly gatewayBusyS?: number
+  /** The gateway process's CPU seconds (process_cpu_seconds_total; gateway runs). */
+  readonly gatewayCpuS?: number
+  /**
+   * The gateway's event-loop delay p99 since the previous /metrics read, wall ms
+   * (nodejs_eventloop_lag_p99_seconds: prom-client resets it at each read), so at a window's
+   * end: over that window.
+   */
+  readonly gatewayLoopP99Ms?: number
   /** The pool's estimator and queues (gateway runs). */
   readonly estimator?: EstimatorState
   readonly queues?: Record<string, { queued: number; inflight: number }>
@@ -100,28 +108,43 @@ export async function simStats(url: string): Promise<SimStats> {
   return (await getJson(`${url}/stats`)) as SimStats
 }
 
-async function gatewayBusy(adminUrl: string): Promise<number> {
+interface GatewayCounters {
+  readonly gatewayBusyS: number
+  readonly gatewayCpuS?: number
+  readonly gatewayLoopP99Ms?: number
+}
+
+/** What the bench reads of the gateway's /metrics: its backends' busy time, its own CPU and event-loop delay. */
+async function gatewayCounters(adminUrl: string): Promise<GatewayCounters> {
   const res = await request(`${adminUrl}/metrics`)
   const text = await res.body.text()
-  let sum = 0
+  let busy = 0
+  let cpu: number | undefined
+  let loop: number | undefined
   for (const line of text.split('\n')) {
-    if (!line.startsWith('slo_gateway_backend_busy_seconds_total')) continue
-    sum += Number(line.slice(line.lastIndexOf(' ') + 1))
+    const value = () => Number(line.slice(line.lastIndexOf(' ') + 1))
+    if (line.startsWith('slo_gateway_backend_busy_seconds_total')) busy += value()
+    else if (line.startsWith('process_cpu_seconds_total ')) cpu = value()
+    else if (line.startsWith('nodejs_eventloop_lag_p99_seconds ')) loop = value() * 1000
   }
-  return sum
+  return {
+    gatewayBusyS: busy,
+    ...(cpu !== undefined ? { gatewayCpuS: cpu } : {}),
+    ...(loop !== undefined ? { gatewayLoopP99Ms: loop } : {}),
+  }
 }
 
 async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
-  const [sim, gatewayBusyS, state] = await Promise.all([
+  const [sim, counters, state] = await Promise.all([
     simStats(p.simStatsUrl),
-    p.adminUrl === undefined ? Promise.resolve(undefined) : gatewayBusy(p.adminUrl),
+    p.adminUrl === undefined ? Promise.resolve(undefined) : gatewayCounters(p.adminUrl),
     p.adminUrl === undefined ? Promise.resolve(undefined) : gatewayState(p.adminUrl),
   ])
   const pool = state?.admission?.pools?.[0]
   return {
     atMs: performance.now() - t0,
     sim,
-    ...(gatewayBusyS !== undefined ? { gatewayBusyS } : {}),
+    ...counters,
     ...(pool?.estimator !== undefined ? { estimator: pool.estimator as EstimatorState } : {}),
     ...(pool?.classes !== undefined ? { queues: pool.classes } : {}),
     ...(pool?.itlMs !== undefined ? { itlMs: Object.values(pool.itlMs)[0] ?? null } : {}),

@@ -85,7 +85,10 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
       {
         workload: w.name,
         target: `${l.level}×: refusal at arrival p99 < ${TARGETS_14.refusalWallMs} ms (wall)`,
-        figure: q.refusals === 0 ? 'no refusals' : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals})`,
+        figure:
+          q.refusals === 0
+            ? 'no refusals'
+            : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals})${loopText(l.runs.gateway)}`,
         hit: q.refusals === 0 ? undefined : q.refusalP99WallMs < TARGETS_14.refusalWallMs,
       },
       {
@@ -100,6 +103,15 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
     )
   }
   return rows
+}
+
+/** The gateway's own event-loop delay and CPU in the window: what a refusal at arrival waits behind. */
+function loopText(
+  r: { readonly gatewayLoopP99Ms?: number; readonly gatewayCpu?: number } | undefined,
+): string {
+  if (r?.gatewayLoopP99Ms === undefined) return ''
+  const cpu = r.gatewayCpu === undefined ? '' : `, its CPU ${pct(r.gatewayCpu, 0)} of a core`
+  return `; the gateway's event-loop delay p99 ${fmt(r.gatewayLoopP99Ms, 1)} ms${cpu}`
 }
 
 function estimatorRows(w: WorkloadOutcome): TargetRow[] {
