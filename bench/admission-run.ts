@@ -62,8 +62,8 @@ export interface Snapshot {
   readonly gatewayCpuS?: number
   /**
    * The gateway's event-loop delay p99 since the previous /metrics read, wall ms
-   * (nodejs_eventloop_lag_p99_seconds: prom-client resets it at each read), so at a window's
-   * end: over that window.
+   * (nodejs_eventloop_lag_p99_seconds less its 10 ms sampling interval: prom-client resets it
+   * at each read), so at a window's end: over that window.
    */
   readonly gatewayLoopP99Ms?: number
   /** The pool's estimator and queues (gateway runs). */
@@ -108,6 +108,9 @@ export async function simStats(url: string): Promise<SimStats> {
   return (await getJson(`${url}/stats`)) as SimStats
 }
 
+/** prom-client's event-loop sampling interval, ms (the gateway keeps its default). */
+const LOOP_SAMPLE_MS = 10
+
 interface GatewayCounters {
   readonly gatewayBusyS: number
   readonly gatewayCpuS?: number
@@ -125,7 +128,10 @@ async function gatewayCounters(adminUrl: string): Promise<GatewayCounters> {
     const value = () => Number(line.slice(line.lastIndexOf(' ') + 1))
     if (line.startsWith('slo_gateway_backend_busy_seconds_total')) busy += value()
     else if (line.startsWith('process_cpu_seconds_total ')) cpu = value()
-    else if (line.startsWith('nodejs_eventloop_lag_p99_seconds ')) loop = value() * 1000
+    // prom-client times a timer every 10 ms (its default eventLoopMonitoringPrecision) and reports
+    // the whole interval: an idle loop reads ~10-11 ms; the delay is what is beyond it
+    else if (line.startsWith('nodejs_eventloop_lag_p99_seconds '))
+      loop = Math.max(0, value() * 1000 - LOOP_SAMPLE_MS)
   }
   return {
     gatewayBusyS: busy,
