@@ -115,6 +115,7 @@ async function runSim(profile: string, scale: number, seed: number, replicas: nu
       busyMs,
       running: sum((e) => e.numRunning),
       waiting: sum((e) => e.numWaiting),
+      preemptions: sum((e) => e.stats.preemptions),
       lagP50Ms: lag.quantile(0.5),
       lagP99Ms: lag.quantile(0.99),
       lagCount: lag.count,

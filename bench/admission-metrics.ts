@@ -92,6 +92,8 @@ export interface SegmentMetrics {
   readonly simBusy: number
   /** The same from the gateway's slo_gateway_backend_busy_seconds_total (gateway runs). */
   readonly gatewayBusy?: number
+  /** Sequences the simulator preempted for KV room in the window (they stall: long TPOT). */
+  readonly preemptions: number
   /** The gateway process's CPU in the window, in cores (gateway runs). */
   readonly gatewayCpu?: number
   /** Its event-loop delay p99 over the window, wall ms (gateway runs). */
@@ -309,6 +311,7 @@ export function segmentMetrics(
       batch: classMetrics(seg, everything, 'batch', slos.batch, scale),
     },
     simBusy,
+    preemptions: seg.end.sim.preemptions - seg.start.sim.preemptions,
     ...(gw !== undefined ? { gatewayBusy: gw } : {}),
     ...(cpu !== undefined ? { gatewayCpu: cpu } : {}),
     ...(seg.end.gatewayLoopP99Ms !== undefined ? { gatewayLoopP99Ms: seg.end.gatewayLoopP99Ms } : {}),

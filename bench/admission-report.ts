@@ -182,6 +182,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
         pct(r.perClass.batch.throughputTokS / left.fcfsTokS),
         fmt(r.lagP99Ms, 1),
         fmt(r.sendLagP99Ms, 1),
+        r.preemptions,
         r.gatewayCpu === undefined ? '' : pct(r.gatewayCpu),
         r.gatewayLoopP99Ms === undefined ? '' : fmt(r.gatewayLoopP99Ms, 1),
       ])
@@ -202,6 +203,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
       'batch throughput / left with no TPOT objective',
       'sim step lag p99 ms (wall)',
       'send lag p99 ms (wall)',
+      'sim preemptions (KV)',
       'gateway CPU (of one core)',
       'gateway event-loop delay p99 ms (wall)',
     ],

@@ -40,6 +40,8 @@ export interface SimStats {
   readonly busyMs: number
   readonly running: number
   readonly waiting: number
+  /** Sequences the engines preempted for KV room so far (all replicas). */
+  readonly preemptions: number
   readonly lagP50Ms: number
   readonly lagP99Ms: number
   readonly lagCount: number
