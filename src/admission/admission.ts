@@ -57,6 +57,11 @@ export type Decision =
       readonly blocks: PromptBlocks | undefined
     }
 
+/** Arrival plus the TTFT objective: the request's rank in its class's queue (none without an objective). */
+function ttftDeadline(t: Ticket, ttftMs: number | undefined): number | undefined {
+  return ttftMs === undefined ? undefined : t.arrivedAt + ttftMs
+}
+
 export class Admission implements AdmissionControl {
   private readonly config: GatewayConfig
   private readonly backends: Backends
@@ -148,8 +153,7 @@ export class Admission implements AdmissionControl {
     let blocks = this.blocksFor(pa, t, body)
     // Queued by its TTFT deadline within its tenant's queue, so a request whose objective is
     // tighter (a short prompt under a length-aware objective) goes ahead of those with slack.
-    const orderOf = (ms: number | undefined) => (ms === undefined ? undefined : t.arrivedAt + ms)
-    let order = orderOf(slo)
+    let order = ttftDeadline(t, slo)
     let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
     pa.arrived(className, pp.leastComputeTokens)
@@ -180,7 +184,7 @@ export class Admission implements AdmissionControl {
         objectives = objectivesFor(t, className, cls)
         t.slo = objectives
         slo = objectives.ttft_ms
-        order = orderOf(slo)
+        order = ttftDeadline(t, slo)
         budget = pa.ttft.budget(className, slo)
         pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
         lost ||= pp.usable === 0
