@@ -9,9 +9,11 @@
  * pause. At the end of the last segment every request still open is aborted (the client goes
  * away, so the server frees its KV cache), and the caller waits until everything is idle.
  */
+
 import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Pool, request } from 'undici'
+import { parsePromText } from '../src/backends/prom-text.js'
 import { type Outcome, sendOne } from './admission-client.js'
 import type { Arrival } from './admission-workload.js'
 
@@ -113,6 +115,12 @@ export async function simStats(url: string): Promise<SimStats> {
 /** prom-client's event-loop sampling interval, ms (the gateway keeps its default). */
 const LOOP_SAMPLE_MS = 10
 
+const COUNTERS = new Set([
+  'slo_gateway_backend_busy_seconds_total',
+  'process_cpu_seconds_total',
+  'nodejs_eventloop_lag_p99_seconds',
+])
+
 interface GatewayCounters {
   readonly gatewayBusyS: number
   readonly gatewayCpuS?: number
@@ -122,23 +130,17 @@ interface GatewayCounters {
 /** What the bench reads of the gateway's /metrics: its backends' busy time, its own CPU and event-loop delay. */
 async function gatewayCounters(adminUrl: string): Promise<GatewayCounters> {
   const res = await request(`${adminUrl}/metrics`)
-  const text = await res.body.text()
-  let busy = 0
-  let cpu: number | undefined
-  let loop: number | undefined
-  for (const line of text.split('\n')) {
-    const value = () => Number(line.slice(line.lastIndexOf(' ') + 1))
-    if (line.startsWith('slo_gateway_backend_busy_seconds_total')) busy += value()
-    else if (line.startsWith('process_cpu_seconds_total ')) cpu = value()
-    // prom-client times a timer every 10 ms (its default eventLoopMonitoringPrecision) and reports
-    // the whole interval: an idle loop reads ~10-11 ms; the delay is what is beyond it
-    else if (line.startsWith('nodejs_eventloop_lag_p99_seconds '))
-      loop = Math.max(0, value() * 1000 - LOOP_SAMPLE_MS)
-  }
+  const { samples } = parsePromText(await res.body.text(), (name) => COUNTERS.has(name))
+  const values = (name: string) => (samples.get(name) ?? []).map((x) => x.value)
+  const busy = values('slo_gateway_backend_busy_seconds_total').reduce((a, b) => a + b, 0)
+  const cpu = values('process_cpu_seconds_total')[0]
+  // prom-client times a timer every 10 ms (its default eventLoopMonitoringPrecision) and reports
+  // the whole interval: an idle loop reads ~10-11 ms; the delay is what is beyond it
+  const lagS = values('nodejs_eventloop_lag_p99_seconds')[0]
   return {
     gatewayBusyS: busy,
     ...(cpu !== undefined ? { gatewayCpuS: cpu } : {}),
-    ...(loop !== undefined ? { gatewayLoopP99Ms: loop } : {}),
+    ...(lagS !== undefined ? { gatewayLoopP99Ms: Math.max(0, lagS * 1000 - LOOP_SAMPLE_MS) } : {}),
   }
 }
 
