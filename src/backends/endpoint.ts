@@ -68,6 +68,10 @@ class EndpointLease implements Lease {
   ended(_ticket: unknown, result: EndpointResult | undefined): void {
     this.release(result ?? 'client_abort')
   }
+  /** Its first token: its prompt no longer waits at the server (load-correction.ts). */
+  prefilled(): void {
+    if (!this.released) this.endpoint.started(this.entry)
+  }
 }
 
 export class PoolEndpoint implements Endpoint {
@@ -228,6 +232,11 @@ export class PoolEndpoint implements Endpoint {
   acquire(tokens: number): Lease {
     const probe = this.breaker.onSend()
     return new EndpointLease(this, this.ledger.open(tokens, this.deps.clock.now()), probe)
+  }
+
+  /** @internal Called by EndpointLease.prefilled: the request's first token came. */
+  started(entry: LedgerEntryHandle): void {
+    this.ledger.started(entry)
   }
 
   /** @internal Called once per lease by EndpointLease.release. */

@@ -21,6 +21,8 @@ export interface LedgerEntryHandle {
 class Entry implements LedgerEntryHandle {
   open = true
   slot = -1
+  /** Its first token came after the applied scrape, which counted it as waiting. */
+  startedSince = false
   constructor(
     readonly tokens: number,
     readonly epoch: number,
@@ -38,6 +40,8 @@ export interface LedgerSnapshot {
   /** Opened before the applied scrape and finished since (still in its numbers). */
   readonly doneRequests: number
   readonly doneTokens: number
+  /** Opened before the applied scrape, in flight, and with their first token since (the scrape may count them as waiting). */
+  readonly startedRequests?: number
 }
 
 export class Ledger {
@@ -53,6 +57,7 @@ export class Ledger {
   private newToks = 0
   private doneReqs = 0
   private doneToks = 0
+  private startedReqs = 0
 
   get requests(): number {
     return this.reqs
@@ -80,6 +85,7 @@ export class Ledger {
     if (!(handle instanceof Entry) || !handle.open || !this.live.has(handle)) return false
     handle.open = false
     this.live.delete(handle)
+    if (handle.startedSince) this.startedReqs--
     this.reqs--
     this.toks -= handle.tokens
     if (this.reqs === 0) this.toks = 0 // no float drift once empty
@@ -93,6 +99,17 @@ export class Ledger {
     return true
   }
 
+  /**
+   * The request of `handle` had its first token: its prompt is no longer waiting at the
+   * server. Counted when the scrape in use may have seen it waiting (opened before it).
+   */
+  started(handle: LedgerEntryHandle): void {
+    if (!(handle instanceof Entry) || !handle.open || handle.startedSince) return
+    if (handle.epoch >= this.appliedEpoch) return
+    handle.startedSince = true
+    this.startedReqs++
+  }
+
   /** A scrape is being sent now; returns its number for applyScrape. */
   beginScrape(): number {
     return this.nextEpoch++
@@ -104,7 +121,9 @@ export class Ledger {
     this.appliedEpoch = epoch
     this.newReqs = 0
     this.newToks = 0
+    this.startedReqs = 0
     for (const e of this.live) {
+      e.startedSince = false
       if (e.epoch >= epoch) {
         this.newReqs++
         this.newToks += e.tokens
@@ -129,6 +148,7 @@ export class Ledger {
       newTokens: this.newToks,
       doneRequests: this.doneReqs,
       doneTokens: this.doneToks,
+      startedRequests: this.startedReqs,
     }
   }
 }

@@ -9,6 +9,10 @@
  *
  *   R1 = max(0, R - done)                  finished requests leave the batch first,
  *   W1 = max(0, W - max(0, done - R))      and the queue with what is left;
+ *   started = requests sent before it that had their first token since and are in flight:
+ *      up to W1 of them left the queue for the batch (W1 -= moved, R1 += moved), so a
+ *      queue the scrape saw of the gateway's own prompts, prefilled since, does not hold
+ *      the next dispatch until the next scrape;
  *   if W == 0 (the scrape showed no queue): new requests start running, up to the
  *      batch limit S (`capacity.max_num_seqs`; unlimited when unknown):
  *      moved = min(new, max(0, S - R1));  R' = R1 + moved;  W' = W1 + new - moved
@@ -57,8 +61,12 @@ export function correctLoad(input: CorrectionInput): EffectiveLoad {
   const w = load?.waiting ?? 0
   const r = load?.running ?? 0
 
-  const r1 = Math.max(0, r - doneReqs)
-  const w1 = Math.max(0, w - Math.max(0, doneReqs - r))
+  const startedReqs = scraped ? (ledger.startedRequests ?? 0) : 0
+  let r1 = Math.max(0, r - doneReqs)
+  let w1 = Math.max(0, w - Math.max(0, doneReqs - r))
+  const started = Math.min(w1, startedReqs)
+  w1 -= started
+  r1 += started
   let running = r1
   let waiting = w1 + newReqs
   if (w === 0) {

@@ -49,6 +49,9 @@ class VirtualLease implements Lease {
   ended(_ticket: unknown, result: EndpointResult | undefined): void {
     this.release(result ?? 'client_abort')
   }
+  prefilled(): void {
+    if (!this.released) this.endpoint.started(this.entry)
+  }
 }
 
 export class VirtualEndpoint implements Endpoint {
@@ -149,6 +152,11 @@ export class VirtualEndpoint implements Endpoint {
   }
 
   /** @internal the lease's release. */
+  /** A request's first token came (VirtualLease.prefilled). */
+  started(entry: LedgerEntryHandle): void {
+    this.ledger.started(entry)
+  }
+
   close(entry: LedgerEntryHandle): void {
     this.ledger.close(entry)
   }

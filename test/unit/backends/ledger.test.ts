@@ -32,7 +32,27 @@ describe('Ledger', () => {
       newTokens: 0,
       doneRequests: 0,
       doneTokens: 0,
+      startedRequests: 0,
     })
+  })
+
+  it('counts the requests the applied scrape saw waiting that have had their first token since, while in flight', () => {
+    const l = new Ledger()
+    const a = l.open(100)
+    const b = l.open(100)
+    const scrape = l.beginScrape()
+    const after = l.open(100) // sent after the scrape: not in its numbers
+    l.applyScrape(scrape)
+    l.started(a)
+    l.started(a) // once
+    l.started(after)
+    expect(l.snapshot().startedRequests).toBe(1)
+    l.started(b)
+    l.close(b) // finished: counted as done instead
+    expect(l.snapshot()).toMatchObject({ startedRequests: 1, doneRequests: 1 })
+    // the next scrape counts them as it finds them
+    l.applyScrape(l.beginScrape())
+    expect(l.snapshot().startedRequests).toBe(0)
   })
 
   it('tells requests sent after the applied scrape from those it already counted', () => {

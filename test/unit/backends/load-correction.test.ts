@@ -66,6 +66,30 @@ describe('correctLoad', () => {
     expect(e.waiting).toBe(1 + 3) // 2 - (2 - 1) + 3 new
   })
 
+  it('moves the requests the scrape saw waiting and that have had their first token since into the batch', () => {
+    // the scrape saw 3 of the gateway's prompts waiting for their step; 2 have their first
+    // token now: a queue of 1 is left, not 3 (max_server_waiting 0 would hold every
+    // dispatch until the next scrape)
+    const e = correctLoad({
+      load: { waiting: 3, running: 10 },
+      ledger: ledger({ requests: 13, startedRequests: 2 }),
+      fresh: true,
+      ageMs: 80,
+      capacity: {},
+    })
+    expect(e.waiting).toBe(1)
+    expect(e.running).toBe(12)
+    // never more than the scrape's queue
+    const f = correctLoad({
+      load: { waiting: 1, running: 10 },
+      ledger: ledger({ requests: 13, startedRequests: 5 }),
+      fresh: true,
+      ageMs: 80,
+      capacity: {},
+    })
+    expect([f.waiting, f.running]).toEqual([0, 11])
+  })
+
   it('lets the ledger stand in for KV usage when the engine does not report it', () => {
     const e = correctLoad({
       load: { waiting: 0, running: 1 },
