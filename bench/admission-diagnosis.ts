@@ -64,10 +64,11 @@ export function estimatorSection(
         `${l.level}× ${when}`,
         e === undefined ? '' : fmt(e.dispatchTokensPerMs * scale, 1),
         e === undefined ? '' : fmt(e.kappaMs / scale, 0),
-        e === undefined ? '' : `${fmt(e.lambda, 2)} / ${fmt(e.mu, 2)} / ${fmt(e.nu, 2)}`,
+        e === undefined ? '' : fmt(e.nu, 2),
         e === undefined ? '' : fmt(e.alphaMs / scale, 0),
         e === undefined ? '' : fmt((e.betaMsPerToken / scale) * 1000, 1),
         e === undefined ? '' : fmt(e.gammaSteps, 2),
+        e === undefined ? '' : fmt(e.deltaResidual, 2),
         snap.itlMs === undefined || snap.itlMs === null ? '' : fmt(snap.itlMs / scale, 1),
         e === undefined ? '' : e.samples,
         e === undefined ? '' : pct(e.meanAbsRelativeError),
@@ -84,11 +85,12 @@ export function estimatorSection(
   report.paragraph(
     'From /admin/state at the start and end of each measured window, converted to model time: ' +
       'TTFT ≈ queue wait + server time; queue wait = 0 when the request can go at once, else ' +
-      'κ + ν · B + (λ · prompt tokens queued ahead + μ · its own) / D, B the time until the prefill budget is ' +
-      'expected to have room, D the measured dispatch rate; server time = α + β · prompt tokens pending at the endpoint (for a queued request: ' +
-      'the mean queued requests met at dispatch) + γ · step time S (the live inter-token latency the decode ' +
-      'guard measures). One estimator per pool; the queue part is fitted (recursive least squares) to every ' +
-      "queued interactive request's wait, the server part to its dispatch-to-first-token time. For this profile " +
+      "κ + ν · W, W its forecast wait (the endpoints' next steps played forward by their step models, with the " +
+      "prefill budget and the decode guard's windows); server time = α + β · prompt tokens in its step (those sent " +
+      'with it, and its own to compute) + γ · a decode step (step model) + δ · the time left in the step in progress ' +
+      'when it is sent. D, the measured dispatch rate, prices Retry-After. One estimator per pool; the queue part is ' +
+      "fitted (recursive least squares) to every queued interactive request's wait, the server part to its " +
+      'dispatch-to-first-token time. S (ITL) is the live inter-token latency the decode guard measures. For this profile ' +
       `a pure prefill costs β = ${fmt((truth.perPrefillTokenMs + truth.perContextTokenMs) * 1000, 1)} µs per token. ` +
       'Interactive is admitted when its prediction is within its SLO × ' +
       '(1 − its TTFT margin): 10% at least, widened while more than 0.5% of the admitted miss the SLO; ' +
@@ -102,10 +104,11 @@ export function estimatorSection(
       'window',
       'D tok/ms',
       'κ ms',
-      'λ / μ / ν',
+      'ν',
       'α ms',
       'β µs/token',
-      'γ steps',
+      'γ',
+      'δ',
       'S (ITL) ms',
       'samples',
       "gateway's own mean |error|",

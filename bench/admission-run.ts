@@ -170,14 +170,11 @@ async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
 export interface EstimatorState {
   readonly dispatchTokensPerMs: number
   readonly kappaMs: number
-  readonly lambda: number
-  readonly mu: number
   readonly nu: number
-  /** Mean prompt tokens queued requests met pending at their endpoint when dispatched. */
-  readonly queuedPendingTokens: number
   readonly alphaMs: number
   readonly betaMsPerToken: number
   readonly gammaSteps: number
+  readonly deltaResidual: number
   readonly samples: number
   readonly meanAbsRelativeError: number
 }

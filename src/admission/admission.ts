@@ -51,6 +51,8 @@ export type Decision =
       /** Its rank in its class's queue: its TTFT deadline (ClassQueues' EnqueueRequest.order). */
       readonly order: number | undefined
       readonly promptTokens: number
+      /** Of its prompt, the tokens the servers are expected to compute (not in their prefix caches). */
+      readonly computeTokens: number
       readonly kvTokens: number
       readonly prediction: Prediction
       /** Its prompt's blocks, when the pool is prefix-aware (recorded where it is dispatched). */
@@ -122,6 +124,7 @@ export class Admission implements AdmissionControl {
     })
     if (d.kind === 'reject') return d.error
     const w = new Waiting(ticket, d.className, d.promptTokens, d.kvTokens, d.prediction, d.blocks)
+    w.computeTokens = d.computeTokens
     return d.poolAdmission.place(w, ticket.tenant, d.weight, d.deadline, d.order)
   }
 
@@ -257,6 +260,7 @@ export class Admission implements AdmissionControl {
       deadline: now + Math.max(0, waitBudget),
       order,
       promptTokens,
+      computeTokens: pp.computeTokens,
       kvTokens,
       prediction: p,
       blocks,

@@ -65,11 +65,26 @@ export interface ItlWindow {
   readonly gaps: number
 }
 
+/** Where an endpoint's ITL window is now, for a forecast of when the guard opens (dispatch-forecast.ts). */
+export interface GuardWindow {
+  /** The window's length, ms. */
+  readonly windowMs: number
+  /** Its age now, ms. */
+  readonly ageMs: number
+  /** The gaps it has so far: their sum (ms) and count. */
+  readonly sumMs: number
+  readonly gaps: number
+  /** The ITL under which the class may dispatch. */
+  readonly limitMs: number
+  /** The class may dispatch now. */
+  readonly open: boolean
+}
+
 /** Mean inter-chunk gap of one endpoint's streams, per window. */
 class ItlMeter {
-  private sum = 0
-  private n = 0
-  private start: number
+  sum = 0
+  n = 0
+  start: number
   /** The last closed window's mean gap, ms. */
   value: number | undefined = undefined
   /** The gaps the last closed window averaged. */
@@ -231,6 +246,20 @@ export class DecodeGuard {
     if (m === undefined) return 0
     const now = this.clock.now()
     return Math.max(m.closesInMs(now, this.windowMs), this.itl(endpoint) ?? 0)
+  }
+
+  /** The guard of `endpoint` for `className` as a forecast needs it (undefined: never measured there). */
+  window(className: string, endpoint: string): GuardWindow | undefined {
+    const m = this.meters.get(endpoint)
+    if (m === undefined) return undefined
+    return {
+      windowMs: this.windowMs,
+      ageMs: this.clock.now() - m.start,
+      sumMs: m.sum,
+      gaps: m.n,
+      limitMs: this.limitMs(className),
+      open: this.allows(className, endpoint),
+    }
   }
 
   /** True when `className` may add a request to `endpoint`'s running batch now. */

@@ -31,12 +31,12 @@ export function shedHopeless(
   name: string,
   classSloMs: number,
   now: number,
-  queueWaitMs: (aheadTokens: number, ownTokens: number) => number,
+  queueWaitMs: (w: Waiting, aheadTokens: number) => number,
 ): Hopeless[] {
   const out: Hopeless[] = []
   queues.shedWhere(name, (w, ahead) => {
     const slo = w.ticket.slo?.ttft_ms ?? classSloMs
-    const predictedMs = now - w.ticket.arrivedAt + queueWaitMs(ahead, w.promptTokens) + w.prediction.serverMs
+    const predictedMs = now - w.ticket.arrivedAt + queueWaitMs(w, ahead) + w.prediction.serverMs
     if (predictedMs <= slo) return false
     out.push({ item: w, predictedMs, aheadTokens: ahead })
     return true

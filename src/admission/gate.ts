@@ -12,8 +12,10 @@ import {
   DEFAULT_PREFILL_BUDGET,
 } from '../config/schema.js'
 import { DecodeGuard, type ItlWindow } from './decode-guard.js'
+import type { EndpointNow } from './dispatch-forecast.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
 import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
+import { EngineTimeline, SAME_STEP_MS, type StepPriors } from './step-timeline.js'
 import type { ServerView } from './ttft-estimator.js'
 
 export interface GateLimits {
@@ -55,9 +57,6 @@ export function kvFits(e: EndpointView, limits: GateLimits, kvTokens: number): b
 /** Of a request's prompt, the tokens a given endpoint must compute (its cached prefix excluded). */
 export type ComputeAt = (v: EndpointView) => number
 
-/** The time left in an engine step of live step time `stepMs` that took `inStepTokens` of prompt, begun `ageMs` ago, ms. */
-export type Residual = (stepMs: number | undefined, inStepTokens: number, ageMs: number) => number
-
 /** Where an endpoint's engine is in its step (EndpointGates.phase). */
 export interface Phase {
   readonly inStepTokens: number
@@ -65,8 +64,11 @@ export interface Phase {
 }
 
 const NO_PHASE: Phase = { inStepTokens: 0, residualMs: 0 }
-/** Token events from one endpoint this close together end the same engine step, ms. */
-const SAME_STEP_MS = 1
+
+/** A stream's mark of the last engine step whose start brought it a token (EndpointGates.tokenFrom). */
+export interface StepMark {
+  stepSeen: number
+}
 
 /**
  * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
@@ -81,7 +83,7 @@ export class EndpointGates {
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
   /** When each endpoint's engine step in progress began (its last step end the gateway saw), and the one before. */
-  private readonly steps = new Map<string, { start: number; prev: number | undefined }>()
+  private readonly steps = new Map<string, { start: number; prev: number | undefined; index: number }>()
   /** admission.max_prefill_tokens_per_endpoint, when the operator set it. */
   private readonly budgetOverride: number | undefined
   /** The tightest TTFT objective of the classes refused on it (the budget's time bound). */
@@ -89,9 +91,14 @@ export class EndpointGates {
   /** The facts of an endpoint that has none (a stand-in): the priors. */
   private readonly standIn: BudgetFacts
   private readonly clock: Clock
+  /** Each endpoint's engine, step by step (step-timeline.ts). */
+  private readonly timelines = new Map<string, EngineTimeline>()
+  /** The step model's priors for an endpoint first seen (the pool's engine facts). */
+  stepPriors: StepPriors
 
   constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock, priors: Fact) {
     this.clock = clock
+    this.stepPriors = { stepMs: cfg.estimator.step_ms, prefillTokensPerS: priors.value }
     this.budgetOverride = configured(cfg, 'max_prefill_tokens_per_endpoint')
       ? cfg.max_prefill_tokens_per_endpoint
       : undefined
@@ -208,17 +215,19 @@ export class EndpointGates {
    * scrape, corrected, counts when it is longer: other clients, restarts), less those in the
    * engine step in progress; their live step time; and the time that step has left (phase).
    */
-  serverView(views: readonly EndpointView[], meanPromptTokens: number, residual: Residual): ServerView {
+  serverView(views: readonly EndpointView[], meanPromptTokens: number): ServerView {
     let pending = 0
     let foreign = 0
     let steps = 0
     let measured = 0
     let residualMs = 0
+    let decodeStepMs = 0
     for (const v of views) {
+      decodeStepMs += this.decodeStepMs(v.name)
       const own = this.prefilling.at(v.name)
       const waiting = v.effective.waiting * meanPromptTokens
       const s = this.guard.itl(v.name)
-      const phase = this.phase(v.name, s, residual)
+      const phase = this.phase(v.name)
       pending += Math.max(own, waiting) - phase.inStepTokens
       foreign += Math.max(0, waiting - own)
       residualMs += phase.residualMs
@@ -234,6 +243,7 @@ export class EndpointGates {
       foreignTokens: foreign / n,
       stepMs: measured === 0 ? undefined : steps / measured,
       residualMs: residualMs / n,
+      decodeStepMs: decodeStepMs / n,
     }
   }
 
@@ -245,32 +255,104 @@ export class EndpointGates {
    * time since it began). A step begins when the last one ended: the gateway sees that end
    * as the token it brought to every stream there. None seen yet: no step known in progress.
    */
-  phase(endpoint: string, stepMs: number | undefined, residual: Residual): Phase {
+  phase(endpoint: string): Phase {
     const start = this.steps.get(endpoint)?.start
-    if (start === undefined) return NO_PHASE
+    const tl = this.timelines.get(endpoint)
+    if (start === undefined || tl === undefined) return NO_PHASE
     const inStepTokens = this.prefilling.sentBy(endpoint, start)
-    return { inStepTokens, residualMs: residual(stepMs, inStepTokens, this.clock.now() - start) }
+    const idle = tl.idle() && this.prefilling.at(endpoint) === 0
+    return { inStepTokens, residualMs: tl.residualMs(this.clock.now(), idle) }
+  }
+
+  /** The endpoint's engine timeline (created on first use, from the pool's priors). */
+  timeline(endpoint: string): EngineTimeline {
+    let tl = this.timelines.get(endpoint)
+    if (tl === undefined) {
+      tl = new EngineTimeline(this.stepPriors)
+      this.timelines.set(endpoint, tl)
+    }
+    return tl
   }
 
   /**
-   * An engine step of `endpoint` ended (a token reached the gateway from it) at `now`. The
-   * tokens one step brings its streams reach the gateway within SAME_STEP_MS of each other:
-   * they end one step, not one each.
+   * Each of `views` as a dispatch forecast for a request of `className` starts from it
+   * (dispatch-forecast.ts): `open` is its gate (EndpointGates.open) for the request.
    */
-  stepEnded(endpoint: string, now: number): void {
-    const s = this.steps.get(endpoint)
-    if (s === undefined) this.steps.set(endpoint, { start: now, prev: undefined })
-    else if (now - s.start > SAME_STEP_MS) {
-      s.prev = s.start
-      s.start = now
-    }
+  endpointsNow(
+    className: string,
+    views: readonly EndpointView[],
+    open: (v: EndpointView) => boolean,
+  ): EndpointNow[] {
+    const limits = this.limits.get(className) as GateLimits
+    const share = this.share(className, limits, false)
+    return views.map((v) => {
+      const tl = this.timeline(v.name)
+      const phase = this.phase(v.name)
+      return {
+        residualMs: phase.residualMs,
+        stepMs: Math.max(phase.residualMs, tl.stepMs()),
+        inStepTokens: phase.inStepTokens,
+        nextTokens: Math.max(0, this.prefilling.at(v.name) - phase.inStepTokens),
+        decodes: tl.decoding,
+        contextTokens: tl.contextTokens,
+        budgetTokens: this.budget(v).tokens * share,
+        guard: this.guard.window(className, v.name),
+        openNow: open(v),
+        model: tl.model,
+      }
+    })
   }
 
-  /** When the step of `endpoint` that ended at `now` (stepEnded) began; undefined when unknown. */
+  /** A decode step at `endpoint` now (its streams, no prompt), by its step model, ms. */
+  decodeStepMs(endpoint: string): number {
+    return this.timeline(endpoint).nextStepMs(0)
+  }
+
+  /** A request's first token came from `endpoint` at `now`: its prompt is done, its stream decodes. */
+  firstToken(endpoint: string, now: number, promptTokens: number, computeTokens: number): void {
+    this.timeline(endpoint).firstToken(promptTokens, computeTokens, this.inBurst(endpoint, now))
+  }
+
+  /** A stream past its first token ended at `endpoint`, with `contextTokens` of context. */
+  decoderLeft(endpoint: string, contextTokens: number): void {
+    this.timelines.get(endpoint)?.decoderLeft(contextTokens)
+  }
+
+  /**
+   * A token of `stream` reached the gateway from `endpoint` at `now`. One engine step brings
+   * every stream there a token, and the gateway reads them one by one (over milliseconds,
+   * when it is busy): a stream that already had a token when the step in progress began
+   * marks a new step (its start the first such token). Where nothing decodes, every token
+   * ends a step.
+   */
+  tokenFrom(endpoint: string, stream: StepMark, now: number): void {
+    let s = this.steps.get(endpoint)
+    const tl = this.timeline(endpoint)
+    if (s === undefined) {
+      s = { start: now, prev: undefined, index: 0 }
+      this.steps.set(endpoint, s)
+      tl.stepEnded(now, this.prefilling.sentBy(endpoint, now), Number.POSITIVE_INFINITY)
+    } else if (stream.stepSeen === s.index || (tl.idle() && now - s.start > SAME_STEP_MS)) {
+      s.prev = s.start
+      s.start = now
+      s.index++
+      tl.stepEnded(now, this.prefilling.sentBy(endpoint, now), Number.POSITIVE_INFINITY)
+    }
+    stream.stepSeen = s.index
+  }
+
+  /** True while `now` is within the arrival of the tokens that began the step in progress at `endpoint`. */
+  private inBurst(endpoint: string, now: number): boolean {
+    const s = this.steps.get(endpoint)
+    if (s === undefined) return false
+    return now - s.start <= Math.max(SAME_STEP_MS, this.timeline(endpoint).stepMs() / 2)
+  }
+
+  /** When the step of `endpoint` whose end brought a token at `now` (tokenFrom) began; undefined when unknown. */
   stepBegan(endpoint: string, now: number): number | undefined {
     const s = this.steps.get(endpoint)
     if (s === undefined) return undefined
-    return now - s.start > SAME_STEP_MS ? s.start : s.prev
+    return this.inBurst(endpoint, now) ? s.prev : s.start
   }
 
   /**
@@ -326,8 +408,8 @@ export class EndpointGates {
   }
 
   /** A gap between two tokens of a stream from `endpoint`: into its live ITL. Returns a window's mean when one closed. */
-  observeGap(endpoint: string, gapMs: number, now: number): ItlWindow | undefined {
-    this.stepEnded(endpoint, now)
+  observeGap(endpoint: string, stream: StepMark, gapMs: number, now: number): ItlWindow | undefined {
+    this.tokenFrom(endpoint, stream, now)
     return this.guard.observe(endpoint, gapMs, now)
   }
 
@@ -336,12 +418,15 @@ export class EndpointGates {
     prefillBudget: Record<string, PrefillBudget>
     itlMs: Record<string, number | null>
     tpotMargin: Record<string, number>
+    engineSteps: Record<string, object>
   } {
     return {
       prefillingTokens: this.prefilling.state(),
       prefillBudget: Object.fromEntries(views.map((v) => [v.name, this.budget(v)])),
       itlMs: this.guard.state(),
       tpotMargin: this.guard.margins(),
+      // each endpoint's step model, learned from the steps the gateway saw it run (step-timeline.ts)
+      engineSteps: Object.fromEntries([...this.timelines].map(([name, tl]) => [name, tl.state()])),
     }
   }
 }

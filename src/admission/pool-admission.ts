@@ -16,12 +16,13 @@ import type { BackendPool, Endpoint, EndpointView, Lease } from '../backends/typ
 import type { Clock, TimerClock } from '../clock.js'
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
+import { ArrivalRate } from './arrival-rate.js'
 import { CacheAffinity } from './cache-affinity.js'
 import { ClassQueues } from './class-queues.js'
 import { DeadlineTimer } from './deadline-timer.js'
 import { SHED_INTERVAL_MS } from './early-refusal.js'
 import type { Admitted } from './face.js'
-import { EndpointGates } from './gate.js'
+import { EndpointGates, type StepMark } from './gate.js'
 import { learnFromFirstToken, learnFromOutcome } from './outcome-learning.js'
 import { PoolFacts } from './pool-facts.js'
 import { type PoolPrediction, PoolPredictor } from './pool-prediction.js'
@@ -72,6 +73,8 @@ export class PoolAdmission {
 
   /** Who runs the dispatcher and the deadline timer later: real timers, unless a TimerClock is given (plan's virtual time). */
   private readonly timers: TimerClock | undefined
+  /** Prompt tokens placed per class and ms (a queued request's company at dispatch). */
+  private readonly arrivals: ArrivalRate
 
   constructor(
     pool: BackendPool,
@@ -83,6 +86,7 @@ export class PoolAdmission {
     this.pool = pool
     this.clock = clock
     this.timers = timers
+    this.arrivals = new ArrivalRate(clock)
     this.facts = new PoolFacts(pool, classes, priorsFrom(cfg))
     this.timer = new DeadlineTimer(clock, () => this.onDeadline(), timers)
     this.estimator = new TtftEstimator(
@@ -147,6 +151,7 @@ export class PoolAdmission {
       running: this.running,
       ttft: this.ttft,
       clock,
+      arrivals: this.arrivals,
     })
     this.affinity = new CacheAffinity({
       pool,
@@ -182,13 +187,16 @@ export class PoolAdmission {
    */
   place(w: Waiting, tenant: string, weight: number, deadline: number, order?: number): Admitted {
     this.lastAdmitted.set(w.className, this.clock.now())
+    // the work it brings the servers: its prompt less the prefix expected in their caches
+    const work = w.computeTokens ?? w.promptTokens
+    this.arrivals.arrived(w.className, work)
     w.dispatchBy = deadline
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const open = this.openFor(w, false)
       const { holdMs } = this.affinity.weigh(w, open)
       const lease = holdMs > 0 ? undefined : this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
       if (lease !== undefined) {
-        this.queues.recordDispatch(w.className, w.promptTokens) // into the floors of the classes waiting
+        this.queues.recordDispatch(w.className, work) // into the floors of the classes waiting
         return this.start(w, lease, 0)
       }
       if (holdMs > 0) this.hold(holdMs)
@@ -196,7 +204,7 @@ export class PoolAdmission {
     const r = this.queues.enqueue(w, {
       class: w.className,
       tenant,
-      cost: w.promptTokens,
+      cost: work,
       bytes: w.ticket.bodyBytes,
       weight,
       deadline,
@@ -227,8 +235,8 @@ export class PoolAdmission {
   }
 
   /** A gap between two tokens of a stream from `endpoint` (the decode guard's input, and its step time's). */
-  observeGap(endpoint: Endpoint, gapMs: number, now: number): void {
-    const window = this.gates.observeGap(endpoint.name, gapMs, now)
+  observeGap(endpoint: Endpoint, stream: StepMark, gapMs: number, now: number): void {
+    const window = this.gates.observeGap(endpoint.name, stream, gapMs, now)
     if (window !== undefined) endpoint.facts?.observeStepWindow(window.meanMs, window.gaps)
   }
 
@@ -239,8 +247,7 @@ export class PoolAdmission {
     const endpoint = lease.endpoint.name
     // A batch request's wait is for backfill, which the model does not (and need not)
     // predict: learning from it would inflate every prediction.
-    const learn = this.ttft.learnsFrom(w.className)
-    if (learn) this.estimator.observeQueue(w.prediction, queuedMs)
+    if (this.ttft.learnsFrom(w.className)) this.estimator.observeQueue(w.prediction, queuedMs)
     const at = this.serverAt(endpoint)
     // the endpoint is known now: its own expected hit (and the prompt is remembered there)
     const cached =
@@ -258,7 +265,7 @@ export class PoolAdmission {
       at.stepMs,
       at.residualMs,
     )
-    this.estimator.onDispatch(w.promptTokens, w.pendingTokens, learn && queuedOnArrival, at.residualMs)
+    this.estimator.onDispatch(w.promptTokens)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
     const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w)
@@ -282,6 +289,8 @@ export class PoolAdmission {
   finished(w: Waiting, endpoint: string): void {
     this.inflight.set(w.className, (this.inflight.get(w.className) ?? 1) - 1)
     this.running.delete(endpoint, w)
+    if (w.ticket.firstTokenAt !== undefined)
+      this.gates.decoderLeft(endpoint, w.promptTokens + w.ticket.contentChunks)
     learnFromOutcome(w, this.predictor, this.gates)
     this.facts.sync(this.estimator)
     this.schedulePump()
@@ -290,7 +299,10 @@ export class PoolAdmission {
   /** A dispatched request's prompt was prefilled (its first token, or its end without one). */
   prefilled(w: Waiting, endpoint: string): void {
     const now = this.clock.now()
-    this.gates.stepEnded(endpoint, now)
+    if (w.ticket.firstTokenAt !== undefined) {
+      this.gates.tokenFrom(endpoint, w, now)
+      this.gates.firstToken(endpoint, now, w.promptTokens, w.computeTokens ?? w.promptTokens)
+    }
     const began = this.gates.stepBegan(endpoint, now)
     const joined = began === undefined ? 0 : w.joinedBy(began)
     learnFromFirstToken(w, this.estimator, this.ttft, joined)
@@ -402,10 +414,9 @@ export class PoolAdmission {
    * the step in progress, and the prompt tokens pending beyond those that step took.
    */
   private serverAt(endpoint: string): ServerAt {
-    const stepMs = this.gates.itl(endpoint)
-    const phase = this.gates.phase(endpoint, stepMs, this.predictor.residual)
+    const phase = this.gates.phase(endpoint)
     return {
-      stepMs,
+      stepMs: this.gates.decodeStepMs(endpoint),
       residualMs: phase.residualMs,
       pendingTokens: this.gates.pendingAt(endpoint) - phase.inStepTokens,
     }
@@ -421,9 +432,6 @@ export class PoolAdmission {
     const expired = this.queues.expired(now)
     if (expired.length > 0) this.afterDequeue()
     for (const w of expired) {
-      // it waited its longest: the queue model learns that its wait was at least that
-      if (this.ttft.learnsFrom(w.className))
-        this.estimator.observeQueueRefused(w.prediction, now - w.queuedAt)
       this.refuseQueued(
         w,
         new GatewayError(

@@ -8,16 +8,20 @@ import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { BackendPool, EndpointView } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import { GatewayError } from '../errors.js'
+import type { ArrivalRate } from './arrival-rate.js'
 import type { ClassQueues } from './class-queues.js'
+import { forecastDispatch } from './dispatch-forecast.js'
 import { shedHopeless } from './early-refusal.js'
-import { type ComputeAt, type EndpointGates, type GateLimits, kvFits, type Residual } from './gate.js'
+import { type ComputeAt, type EndpointGates, type GateLimits, kvFits } from './gate.js'
 import type { PrefixAwareness } from './prefix-awareness.js'
 import type { RunningRequests } from './running.js'
-import type { Prediction, ServerView, TtftEstimator } from './ttft-estimator.js'
+import type { Prediction, QueuedAt, ServerView, TtftEstimator } from './ttft-estimator.js'
 import type { TtftObjectives } from './ttft-objectives.js'
 import type { Waiting } from './waiting.js'
 
 const PROMPT_ALPHA = 0.05
+/** How far a forecast looks for a class without a TTFT objective, ms. */
+const HORIZON_MS = 1000
 /** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
 const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0, prefillShare: 1 }
 
@@ -34,6 +38,8 @@ export interface PoolPrediction {
   readonly stepMs: number
   /** What the endpoint holding most of its prefix would compute. */
   readonly leastComputeTokens: number
+  /** Of its prompt, the tokens the servers are expected to compute (its prefix expected in their caches left out). */
+  readonly computeTokens: number
 }
 
 export interface PredictorParts {
@@ -45,6 +51,8 @@ export interface PredictorParts {
   readonly running: RunningRequests
   readonly ttft: TtftObjectives
   readonly clock: Clock
+  /** Prompt tokens arriving per class (arrival-rate.ts). */
+  readonly arrivals: ArrivalRate
 }
 
 export class PoolPredictor {
@@ -56,6 +64,7 @@ export class PoolPredictor {
   private readonly running: RunningRequests
   private readonly ttft: TtftObjectives
   private readonly clock: Clock
+  private readonly arrivals: ArrivalRate
   /** The mean prefill work of a request (what one waiting at a server costs), tokens. */
   meanPrompt = 512
 
@@ -68,11 +77,8 @@ export class PoolPredictor {
     this.running = p.running
     this.ttft = p.ttft
     this.clock = p.clock
+    this.arrivals = p.arrivals
   }
-
-  /** The time left in an engine step (EndpointGates.phase), at the estimator's fitted prefill cost. */
-  readonly residual: Residual = (stepMs, inStepTokens, ageMs) =>
-    this.estimator.residualMs(stepMs, inStepTokens, ageMs)
 
   /** A request ended: the prompt tokens its server computed go into the mean. */
   learnPrompt(tokens: number): void {
@@ -81,7 +87,7 @@ export class PoolPredictor {
 
   /** The servers as the estimator sees them now. */
   serverView(): ServerView {
-    return this.gates.serverView(this.pool.views(), this.meanPrompt, this.residual)
+    return this.gates.serverView(this.pool.views(), this.meanPrompt)
   }
 
   /**
@@ -105,7 +111,7 @@ export class PoolPredictor {
     order?: number,
   ): PoolPrediction {
     const views = this.pool.views()
-    const view = this.gates.serverView(views, this.meanPrompt, this.residual)
+    const view = this.gates.serverView(views, this.meanPrompt)
     const computeAt = this.prefix.computeAt(blocks, promptTokens)
     const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt)
     const blocked = !views.some(open)
@@ -113,7 +119,6 @@ export class PoolPredictor {
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
     const ahead = this.queues.costAhead(className, order)
     const queued = ahead > 0 || blocked ? ahead : undefined
-    const roomMs = queued === undefined ? 0 : this.gates.roomInMs(views, promptTokens, computeAt)
     const hit =
       blocks === undefined
         ? undefined
@@ -126,7 +131,12 @@ export class PoolPredictor {
             session,
           )
     const compute = promptTokens - (hit?.expected ?? 0)
-    const prediction = this.estimator.predict(view, queued, promptTokens, roomMs, compute)
+    const prediction = this.estimator.predict(
+      view,
+      this.forecast(className, views, queued ?? 0, compute, open),
+      compute,
+      queued !== undefined,
+    )
     return {
       prediction,
       usable: views.length,
@@ -134,7 +144,27 @@ export class PoolPredictor {
       kvOvercommit: views.length > 0 && !views.some((v) => kvFits(v, WHOLE_CACHE, kvTokens)),
       stepMs: view.stepMs ?? this.estimator.stepMs,
       leastComputeTokens: promptTokens - (hit?.best ?? 0),
+      computeTokens: compute,
     }
+  }
+
+  /**
+   * When a request of `className` with `aheadTokens` queued ahead of it and `computeTokens`
+   * to compute is forecast to be dispatched (dispatch-forecast.ts), within twice its class's
+   * TTFT objective (a second for a class without one).
+   */
+  forecast(
+    className: string,
+    views: readonly EndpointView[],
+    aheadTokens: number,
+    computeTokens: number,
+    open: (v: EndpointView) => boolean,
+  ): QueuedAt {
+    const slo = this.ttft.get(className)?.sloMs
+    const horizonMs = slo === undefined ? HORIZON_MS : 2 * slo
+    const eps = this.gates.endpointsNow(className, views, open)
+    const arriving = this.arrivals.tokensPerMs(className)
+    return { forecast: forecastDispatch(eps, aheadTokens, computeTokens, arriving, horizonMs), horizonMs }
   }
 
   /**
@@ -194,19 +224,19 @@ export class PoolPredictor {
    * Returns how many.
    */
   refuseHopeless(now: number, refuse: (w: Waiting, error: GatewayError) => void): number {
-    const queueWaitMs = (ahead: number, own: number) => this.estimator.queuedWaitMs(ahead, own)
+    const views = this.pool.views()
+    const queueWaitMs = (name: string, w: Waiting, ahead: number) => {
+      const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
+      const open = this.gates.open(name, w.kvTokens, w.promptTokens, false, computeAt)
+      const q = this.forecast(name, views, ahead, w.computeTokens ?? w.promptTokens, open)
+      return this.estimator.queueMsFor(q.forecast?.waitMs ?? q.horizonMs)
+    }
     let n = 0
     for (const [name, c] of this.ttft.entries()) {
       if (this.queues.sizeOf(name) === 0) continue
-      for (const h of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
+      for (const h of shedHopeless(this.queues, name, c.sloMs, now, (w, a) => queueWaitMs(name, w, a))) {
         const { item: w, predictedMs } = h
         n++
-        // the wait it would have had: so far, and the prompts still ahead of it (and its own)
-        // at the measured dispatch rate, not at the fit's own slopes (which would feed on themselves)
-        this.estimator.observeQueueRefused(
-          w.prediction,
-          now - w.queuedAt + this.estimator.drainMs(h.aheadTokens + (h.aheadTokens > 0 ? w.promptTokens : 0)),
-        )
         refuse(
           w,
           new GatewayError(

@@ -83,7 +83,7 @@ export class PrefillLedger {
     const e = this.byEndpoint.get(endpoint)
     if (e === undefined) return 0
     let n = 0
-    for (const x of e.entries) if (x.sentAt <= t) n += x.tokens
+    for (const x of e.entries) if (x.sentAt < t) n += x.tokens
     return n
   }
 

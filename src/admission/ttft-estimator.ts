@@ -1,70 +1,51 @@
 /**
  * The TTFT estimator of one pool, engine-agnostic. A request's TTFT is its wait in the
- * gateway's queue plus its time at the server, and each part is estimated from what
- * drives it:
+ * gateway's queue plus its time at the server:
  *
  *   TTFT = queue wait + server time
- *   queue wait  = 0 when the request can be dispatched at once, else  κ + ν · B + (λ · Q + μ · O) / D
+ *   queue wait  = 0 when the request goes at once, else  κ + ν · W
  *   server time = α + β · P + γ · S + δ · R
  *
- *   Q = prompt tokens queued in the gateway ahead of this request (its class and those
- *       above);
- *   O = its own prompt tokens, when something is queued ahead of it (0 at the head: B says its wait);
- *   B = the time until the prefill budget has room for it: the prompts pending at the
- *       endpoint are expected to have their first tokens at the server time this model
- *       predicted for each when it was dispatched (a full budget, or a long prompt, holds
- *       the queue until then);
- *   D = the pool's dispatch rate: prompt tokens per ms it released from a backlogged queue,
- *       measured (a moving ratio of tokens over time); the queue drains at the pace the
- *       dispatch gates allow, whatever holds them (prefill budget, KV, decode guard);
- *   P = prompt tokens at the endpoint not yet prefilled (the gateway's prefill ledger, or
- *       the server's own waiting queue when that is longer) plus this request's prompt
- *       tokens the server must compute: its prompt minus the prefix the server is expected
- *       to hold in its prefix cache (prefix-awareness.ts; the whole prompt when prefix
- *       awareness is off); for a request that must queue, the pending part is the mean
- *       that queued requests met when dispatched (plus what waits at the servers beyond
- *       the gateway's own requests); and the prompts expected to be sent after it and
- *       before its step begins, which share that step (an engine takes all it has into its
- *       next step; queued requests are dispatched in bursts): the mean that joined the step
- *       of a request queued on arrival, or of one not, learned at each first token, when the
- *       fit learns from the tokens that did join;
- *   S = the endpoint's engine step time now (its streams' live inter-token latency): a
- *       request is prefilled in a step as long as the running batch and the other prompts
- *       in it make it;
- *   R = the time left in the step in progress, which a request sent now waits for first:
- *       the gateway sees each step end (the token it brings every stream there), so it
- *       knows when the step in progress began and which of its prompts the server took into
- *       it (those sent before; they are left out of P): R = S + their prefill − the time
- *       since the step began, at least 0 (EndpointGates.phase). For a request that must
- *       queue, the mean R that queued requests met at dispatch. Without R, γ priced a mean
- *       half step in progress where it may be a long prefill nearly done or just begun.
+ *   W = when the request is forecast to be dispatched (dispatch-forecast.ts): the pool's
+ *       next engine steps played forward from what the gateway knows (each endpoint's step
+ *       in progress and its step model, step-timeline.ts; the prompts pending there; the
+ *       decode guard's window), with the dispatcher's own rules (the prefill budget, the
+ *       guard), the queue ahead draining into the room as it frees;
+ *   P = the prompt tokens the server must compute in the step that brings the first token:
+ *       those sent with it (the prompts pending at the endpoint beyond the step in progress,
+ *       or, for a queued request, those ahead of it in its burst; and those expected to
+ *       arrive behind it before that step begins, at the class's arrival rate while the
+ *       budget has room), what waits at the server from other clients, and its own prompt
+ *       less the prefix the server is expected to hold in its prefix cache
+ *       (prefix-awareness.ts; the whole prompt when prefix awareness is off);
+ *   S = a decode step at the endpoint then, by its step model (its streams and their context);
+ *   R = the time left in the step in progress when it is sent (a prompt sent mid-step waits
+ *       for that step to end): by the step model, from when the gateway saw that step begin.
  *
- * κ (the wait for a gate to open when nothing is queued ahead: a decode window to close),
- * λ, μ and ν start at 0, 1, 1 and 1 and are fitted online by recursive least
+ * κ and ν start at 0 and 1 (the forecast as it is) and are fitted online by recursive least
  * squares to every queued request's wait (arrival to dispatch) of the classes refused on
- * their prediction (a batch request waits for backfill, which is not predicted), and to the
- * least wait of those refused from the queue where it passes their prediction (their wait
- * so far, plus what was still ahead at the measured dispatch rate; fitted to the dispatched
- * alone, the model would know only the short waits); α (fixed
- * cost: the network, scheduling), β (ms per prompt token), γ (steps) and δ start from the
- * config hints (0, 1 / prefill tokens/s, 1.5, 1) and are fitted to every streamed request's
- * time from dispatch to first token, of every class (the engine does not know classes, and
- * so the fit keeps learning while a class is refused), against the P, S and R its endpoint
- * had at dispatch. D starts from the prefill hint. The error is judged on the whole
- * prediction (arrival to first token) of the classes refused on it.
+ * their prediction (a batch request waits for backfill, which is not predicted); α (fixed
+ * cost: the network, scheduling), β (ms per prompt token), γ and δ start from the hints (0,
+ * 1 / prefill tokens/s, 1, 1) and are fitted to every streamed request's time from dispatch
+ * to first token, of every class (the engine does not know classes, and so the fit keeps
+ * learning while a class is refused), against the P (with the tokens that did join its step),
+ * S and R it had at dispatch. The error is judged on the whole prediction (arrival to first
+ * token) of the classes refused on it.
  *
  * The hints are the engines' facts (src/backends/engine-facts.ts): the priors from config
  * or the defaults at first, then what is learned of the engines (adoptPriors). A new
  * prefill rate re-seeds the server part only while it has fewer than RESEED_BELOW
- * observations of its own (after that its fit knows better); the step time is always the
- * latest (the idle prediction, the S of an endpoint not measured now).
+ * observations of its own (after that its fit knows better). The pool's dispatch rate D
+ * (prompt tokens per ms released from a backlogged queue, measured) prices the honest
+ * Retry-After of a refusal: the time for the queue ahead to drain.
  */
 import type { Clock } from '../clock.js'
+import type { DispatchForecast } from './dispatch-forecast.js'
 import { DispatchRate } from './dispatch-rate.js'
 import { Rls } from './rls.js'
 
 export interface EstimatorHints {
-  /** One engine step with a small batch, ms (S when nothing is measured). */
+  /** One engine step with a small batch, ms (S of an idle endpoint). */
   readonly stepMs: number
   /** Prefill throughput of one endpoint, tokens per second (1/β's prior, and D's). */
   readonly prefillTokensPerS: number
@@ -82,6 +63,16 @@ export interface ServerView {
   readonly stepMs: number | undefined
   /** The time left in the engine step in progress (mean; EndpointGates.phase), ms. */
   readonly residualMs: number
+  /** A decode step now, by the engines' step models (mean; step-timeline.ts), ms. */
+  readonly decodeStepMs: number
+}
+
+/** When a request is forecast to be dispatched, and its first step (dispatch-forecast.ts). */
+export interface QueuedAt {
+  /** Undefined: not within the horizon. */
+  readonly forecast: DispatchForecast | undefined
+  /** How far the forecast looked, ms. */
+  readonly horizonMs: number
 }
 
 export interface Prediction {
@@ -96,14 +87,11 @@ export interface Prediction {
 
 const ERROR_ALPHA = 0.05
 const RLS_FORGETTING = 0.995
-const PENDING_ALPHA = 0.05
+const JOINED_ALPHA = 0.05
 /**
- * How far λ, μ and ν may start from 1, per step of noise. Their features are waits of
- * hundreds of ms where κ's is 1, so a wide spread lets the first few waits (the short ones
- * of the requests that did get through) throw the slopes far from the queue's structure
- * (a queue drains at its dispatch rate, behind a full budget) and make a cold start
- * admit what it cannot serve; tight, a miss is first taken up by κ and the slopes move
- * only as waits of many sizes accumulate.
+ * How far ν may start from 1, per step of noise. Its feature is a wait of hundreds of ms
+ * where κ's is 1: tight, a miss is first taken up by κ and the slope moves only as waits of
+ * many sizes accumulate (the forecast's structure is trusted over a few waits).
  */
 const QUEUE_SPREAD = 0.1
 /** Server observations under which a new prefill prior re-seeds the server part's fit. */
@@ -119,10 +107,6 @@ export class TtftEstimator {
   private serverSamples = 0
   /** D: the pool's dispatch rate from a backlogged queue. */
   private readonly rate: DispatchRate
-  /** Mean prompt tokens pending at the endpoint when a queued request was dispatched. */
-  private queuedPending = 0
-  /** Mean time left in the engine's step then, ms. */
-  private queuedResidual = 0
   /**
    * Mean prompt tokens sent after a request that shared the step of its first token, for
    * requests queued on arrival (dispatched in bursts when the budget frees) and the others.
@@ -138,12 +122,7 @@ export class TtftEstimator {
     this.prefillPrior = hints.prefillTokensPerS
     this.rls = serverRls(hints)
     const step = hints.stepMs
-    this.queueRls = new Rls([0, 1, 1, 1], RLS_FORGETTING, [
-      4,
-      QUEUE_SPREAD / step,
-      QUEUE_SPREAD / step,
-      QUEUE_SPREAD / step,
-    ])
+    this.queueRls = new Rls([0, 1], RLS_FORGETTING, [4, QUEUE_SPREAD / step])
     this.rate = new DispatchRate(clock, hints.prefillTokensPerS)
   }
 
@@ -167,17 +146,6 @@ export class TtftEstimator {
   /** Server-side features of a request at an endpoint: [1, P, S, R]. */
   features(pendingTokens: number, ownTokens: number, stepMs: number | undefined, residualMs = 0): number[] {
     return [1, pendingTokens + ownTokens, stepMs ?? this.stepPriorMs, residualMs]
-  }
-
-  /**
-   * The time left in an engine step begun `ageMs` ago, at a live step time of `stepMs`, that
-   * took `inStepTokens` of prompt to prefill: its expected length (a step, and those tokens at
-   * the fitted prefill cost) less its age; 0 once that is past (an idle engine begins a step
-   * when a request comes).
-   */
-  residualMs(stepMs: number | undefined, inStepTokens: number, ageMs: number): number {
-    const length = (stepMs ?? this.stepPriorMs) + this.msPerPromptToken() * inStepTokens
-    return Math.max(0, length - ageMs)
   }
 
   /**
@@ -205,13 +173,11 @@ export class TtftEstimator {
   }
 
   /**
-   * The queue part for a request already queued (early refusal's re-prediction): at the
-   * measured rate, the current gap left out. An arrival is refused when in doubt (a gap
-   * longer than usual counts, see dispatchRate); a request already waiting is refused only
-   * when the queue as measured says it cannot make it, not on a gap that may end now.
+   * The queue part for a forecast wait (dispatch-forecast.ts) of `waitMs`, as fitted to the
+   * waits that came: early refusal's re-prediction of a request already queued.
    */
-  queuedWaitMs(aheadTokens: number, ownTokens: number): number {
-    return this.queueMs(queueFeatures(aheadTokens, ownTokens, this.rate.measuredRate(), 0))
+  queueMsFor(waitMs: number): number {
+    return this.queueMs([1, waitMs])
   }
 
   private queueMs(features: readonly number[]): number {
@@ -219,32 +185,38 @@ export class TtftEstimator {
   }
 
   /**
-   * `aheadTokens`: prompt tokens queued ahead of this request; undefined when it goes at
-   * once. `roomMs`: time until the prefill budget has room for it (B). `computeTokens`: of
-   * its `ownTokens`, those the server must compute (not in its prefix cache): the server
-   * part prices those; the queue part drains whole prompts, as the dispatch rate counts them.
+   * A request's TTFT, from the forecast of its dispatch (dispatch-forecast.ts) over the
+   * servers as `view` sees them: `queued` false, it goes at once (its forecast the endpoint
+   * it goes to now), else it waits in the queue (the forecast undefined: not within the
+   * horizon). `computeTokens`: of its prompt, those the server must compute (not in its
+   * prefix cache).
    */
-  predict(
-    view: ServerView,
-    aheadTokens: number | undefined,
-    ownTokens: number,
-    roomMs = 0,
-    computeTokens = ownTokens,
-  ): Prediction {
-    const queued =
-      aheadTokens === undefined
-        ? undefined
-        : queueFeatures(aheadTokens, ownTokens, this.dispatchRate(), roomMs)
-    const queueMs = queued === undefined ? 0 : this.queueMs(queued)
-    // A queued request is dispatched when its endpoint has room: it will not meet the
-    // prompts pending there now but what queued requests typically meet at dispatch, and
-    // the servers' own queues of other clients' requests, which stay ahead of it.
-    const pending =
-      (queued === undefined ? view.pendingTokens : this.queuedPending + view.foreignTokens) +
-      this.expectedJoined(queued !== undefined)
-    const residual = queued === undefined ? view.residualMs : this.queuedResidual
-    const serverMs = this.serverMs(this.features(pending, computeTokens, view.stepMs, residual))
-    return { queueFeatures: queued, queueMs, serverMs, totalMs: queueMs + serverMs }
+  predict(view: ServerView, at: QueuedAt, computeTokens: number, queued: boolean): Prediction {
+    const f = at.forecast
+    if (!queued) {
+      // those sent after it and before its step begins share that step (in the forecast's)
+      const features =
+        f === undefined
+          ? this.features(
+              view.pendingTokens + this.expectedJoined(false),
+              computeTokens,
+              view.decodeStepMs,
+              view.residualMs,
+            )
+          : this.features(f.withTokens + view.foreignTokens, computeTokens, f.decodeStepMs, f.residualMs)
+      const serverMs = this.serverMs(features)
+      return { queueFeatures: undefined, queueMs: 0, serverMs, totalMs: serverMs }
+    }
+    const queueFeatures = [1, f?.waitMs ?? at.horizonMs]
+    const queueMs = this.queueMs(queueFeatures)
+    // its step: those dispatched with it, and the servers' own queues of other clients' requests
+    const serverMs =
+      f === undefined
+        ? this.idleServerMs(computeTokens)
+        : this.serverMs(
+            this.features(f.withTokens + view.foreignTokens, computeTokens, f.decodeStepMs, f.residualMs),
+          )
+    return { queueFeatures, queueMs, serverMs, totalMs: queueMs + serverMs }
   }
 
   /** The server part for `features` (dispatch to first token), ms. */
@@ -262,16 +234,8 @@ export class TtftEstimator {
     this.rate.onBacklog(backlogged)
   }
 
-  /**
-   * `tokens` of prompt were dispatched to an endpoint that had `pendingTokens` not yet
-   * prefilled (beyond those in the step in progress) and `residualMs` left in that step;
-   * `queued`: the request had waited in the queue.
-   */
-  onDispatch(tokens: number, pendingTokens: number, queued: boolean, residualMs = 0): void {
-    if (queued) {
-      this.queuedPending += PENDING_ALPHA * (pendingTokens - this.queuedPending)
-      this.queuedResidual += PENDING_ALPHA * (residualMs - this.queuedResidual)
-    }
+  /** `tokens` of prompt were dispatched (the dispatch rate counts them while the queue is backlogged). */
+  onDispatch(tokens: number): void {
     this.rate.onDispatch(tokens)
   }
 
@@ -282,27 +246,14 @@ export class TtftEstimator {
 
   /** A request's first token: `tokens` sent after it shared its step (`queued`: it was queued on arrival). */
   onJoined(tokens: number, queued: boolean): void {
-    if (queued) this.joinedQueued += PENDING_ALPHA * (tokens - this.joinedQueued)
-    else this.joinedOnce += PENDING_ALPHA * (tokens - this.joinedOnce)
+    if (queued) this.joinedQueued += JOINED_ALPHA * (tokens - this.joinedQueued)
+    else this.joinedOnce += JOINED_ALPHA * (tokens - this.joinedOnce)
   }
 
   /** Learns the queue model from a request that was queued on arrival and has been dispatched. */
   observeQueue(predicted: Prediction, waitedMs: number): void {
     if (predicted.queueFeatures !== undefined)
       this.queueRls.update(predicted.queueFeatures, Math.max(0, waitedMs))
-  }
-
-  /**
-   * Learns the queue model from a request that was queued on arrival and refused before its
-   * dispatch (early refusal, or its deadline), whose wait would have been at least
-   * `impliedMs` (what it waited, plus, for an early refusal, what was still ahead of it at
-   * the measured dispatch rate), where that passes its prediction: a censored sample. Without
-   * these the model learns only from the requests that got through, the short waits, and
-   * keeps admitting into the queue what it will shed.
-   */
-  observeQueueRefused(predicted: Prediction, impliedMs: number): void {
-    if (predicted.queueFeatures !== undefined && impliedMs > predicted.queueMs)
-      this.queueRls.update(predicted.queueFeatures, impliedMs)
   }
 
   /** Learns the server part from a streamed request: `features` at dispatch, `serverMs` dispatch to first token. */
@@ -321,22 +272,18 @@ export class TtftEstimator {
 
   state(): object {
     const [alpha, beta, gamma, delta] = this.rls.w
-    const [kappa, lambda, mu, nu] = this.queueRls.w
+    const [kappa, nu] = this.queueRls.w
     return {
       model:
-        'ttft = (queued ? kappa + nu * ms_until_prefill_budget_has_room + (lambda * prompt_tokens_ahead + mu * own_prompt_tokens) / dispatch_rate : 0) + alpha + beta * ((queued ? pending_at_dispatch : pending_prompt_tokens) + own_tokens_to_compute) + gamma * step_ms + delta * (queued ? residual_at_dispatch : ms_left_in_the_step_in_progress)',
+        'ttft = (queued ? kappa + nu * forecast_wait_ms : 0) + alpha + beta * (prompt_tokens_in_its_step + own_tokens_to_compute) + gamma * decode_step_ms + delta * ms_left_in_the_step_in_progress',
       priors: { stepMs: round(this.stepPriorMs), prefillTokensPerS: Math.round(this.prefillPrior) },
       dispatchTokensPerMs: round(this.dispatchRate(), 3),
-      queuedPendingTokens: Math.round(this.queuedPending),
       kappaMs: round(kappa ?? 0),
-      lambda: round(lambda ?? 0, 3),
-      mu: round(mu ?? 0, 3),
       nu: round(nu ?? 0, 3),
       alphaMs: round(alpha ?? 0),
       betaMsPerToken: round(beta ?? 0, 5),
       gammaSteps: round(gamma ?? 0, 3),
       deltaResidual: round(delta ?? 0, 3),
-      queuedResidualMs: round(this.queuedResidual),
       joinedTokens: { queued: Math.round(this.joinedQueued), atOnce: Math.round(this.joinedOnce) },
       samples: this.samples,
       meanAbsRelativeError: round(this.meanAbsErr, 3),
@@ -346,26 +293,13 @@ export class TtftEstimator {
 }
 
 /**
- * The queue part's features: [1, Q / D, O / D, B], O / D only behind a queue (Q > 0). At the
- * head of the queue a request goes as soon as the prefill budget has room for it, which B
- * already says (the time until its own tokens fit); its own size at the dispatch rate on top
- * counted that twice, and priced a long prompt at the head of an empty queue hundreds of ms
- * above its wait (70B: 2-3k-token prompts refused at 460-820 ms predicted, served in 150-290).
- * Behind a queue, the budget fills with the requests ahead and frees for its own at about
- * the dispatch rate: O / D is that wait.
- */
-function queueFeatures(aheadTokens: number, ownTokens: number, rate: number, roomMs: number): number[] {
-  return [1, aheadTokens / rate, aheadTokens > 0 ? ownTokens / rate : 0, roomMs]
-}
-
-/**
  * The server part's fit from the hints. Prior spreads in units of the observation noise
  * (about one engine step): α within a few steps, β within twice its prior, γ within about one.
  */
 function serverRls(hints: EstimatorHints): Rls {
   const step = hints.stepMs
   const beta = 1000 / hints.prefillTokensPerS
-  return new Rls([0, beta, 1.5, 1], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step, 1 / step])
+  return new Rls([0, beta, 1, 1], RLS_FORGETTING, [4, (2 * beta) / step, 1.5 / step, 1 / step])
 }
 
 function round(v: number, digits = 2): number {

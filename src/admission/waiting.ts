@@ -21,7 +21,7 @@ export class Waiting implements Queued {
   serverFeatures: readonly number[] | undefined = undefined
   /** Prompt tokens awaiting their first token at its endpoint when it was dispatched, beyond those in the step in progress (its own not counted). */
   pendingTokens = 0
-  /** Of its prompt tokens, those its endpoint was expected to compute (set at dispatch). */
+  /** Of its prompt tokens, those the servers are expected to compute: on arrival (admission.ts), then at its endpoint (at dispatch). */
   computeTokens: number | undefined = undefined
   /** Prompt tokens sent to its endpoint after it and before its first token, with when (prefill-ledger.ts). */
   private joined: number[] = []
@@ -46,6 +46,8 @@ export class Waiting implements Queued {
   gaps = 0
   /** Its TPOT was judged (its class's TPOT margin learned from it): once, early or at its end. */
   tpotJudged = false
+  /** The last engine step at its endpoint whose start brought it a token (EndpointGates.tokenFrom). */
+  stepSeen = -1
   /** Its place among the requests running at its endpoint (running.ts, src/slot-map.ts). */
   slot = -1
   /** The queues' record of it while it is queued (class-queues.ts). */
@@ -89,7 +91,7 @@ export class Waiting implements Queued {
    */
   joinedBy(stepBegan: number): number {
     let n = 0
-    for (let i = 0; i < this.joined.length; i += 2) if (this.joined[i]! <= stepBegan) n += this.joined[i + 1]!
+    for (let i = 0; i < this.joined.length; i += 2) if (this.joined[i]! < stepBegan) n += this.joined[i + 1]!
     this.joined = []
     this.joinedTokens = n
     return n
@@ -129,11 +131,12 @@ export class AdmittedLease implements Lease {
 
   prefilled(): void {
     this.uncount()
+    this.inner.prefilled?.(this.w.ticket)
     this.owner.prefilled(this.w, this.inner.endpoint.name)
   }
 
   tokenGap(_t: Ticket, gapMs: number, now: number): void {
-    this.owner.observeGap(this.inner.endpoint, gapMs, now)
+    this.owner.observeGap(this.inner.endpoint, this.w, gapMs, now)
     const w = this.w
     w.gapSumMs += gapMs
     w.gaps++

@@ -19,48 +19,61 @@ import { FakePool } from './fake-pool.js'
 const at = { queueFeatures: undefined, queueMs: 0, serverMs: 30, totalMs: 30 }
 
 describe('Waiting.joinedBy', () => {
-  it('counts the tokens sent after it by the start of its step, once', () => {
+  it('counts the tokens sent after it and before its step began, once', () => {
     const w = new Waiting(new Ticket('a', 'POST', '/v1/chat/completions', 0), 'interactive', 100, 200, at)
     w.join(300, 10)
     w.join(500, 20)
     w.join(700, 30)
-    expect(w.joinedBy(20)).toBe(800)
-    expect(w.joinedTokens).toBe(800)
+    // one sent at the very moment the step began was sent on hearing it: it missed it
+    expect(w.joinedBy(20)).toBe(300)
+    expect(w.joinedTokens).toBe(300)
     expect(w.joinedBy(30)).toBe(0) // told once
   })
 })
 
-describe('EndpointGates.stepBegan', () => {
-  it('is the start of the step that ended now, however many tokens of that step arrive', () => {
+describe('EndpointGates.tokenFrom and stepBegan', () => {
+  it('tells one step end from the next by the streams, however spread the tokens of one step arrive', () => {
     const config = configSchema.parse({})
     const clock = new ManualClock(1_000)
     const gates = new EndpointGates(config.classes, config.admission, clock, {
       value: 20_000,
       source: 'default_prior',
     })
+    const a = { stepSeen: -1 }
+    const b = { stepSeen: -1 }
+    const c = { stepSeen: -1 }
     expect(gates.stepBegan('e', 1_000)).toBeUndefined()
-    gates.stepEnded('e', 1_000)
-    gates.stepEnded('e', 1_020)
-    // two more streams' tokens of the same step end, within a millisecond
-    gates.stepEnded('e', 1_020)
-    gates.stepEnded('e', 1_020.5)
-    expect(gates.stepBegan('e', 1_020.5)).toBe(1_000)
+    // three streams' first tokens: they decode there from now on
+    for (const s of [a, b, c]) {
+      gates.tokenFrom('e', s, 1_000)
+      gates.firstToken('e', 1_000, 100, 100)
+    }
+    // the next step end: its three tokens reach a busy gateway over 3 ms, more than a step's
+    // arrival is usually spread; a stream already seen in the step in progress begins the next
+    clock.advance(1_020 - clock.now())
+    gates.tokenFrom('e', b, 1_020)
+    clock.advance(1_022 - clock.now())
+    gates.tokenFrom('e', a, 1_022)
+    clock.advance(1_023 - clock.now())
+    gates.tokenFrom('e', c, 1_023)
+    // a request whose first token came with them: its step began at the one before
+    expect(gates.stepBegan('e', 1_023)).toBe(1_000)
     // later, the step begun at 1,020 ends
     expect(gates.stepBegan('e', 1_045)).toBe(1_020)
+    clock.advance(1_045 - clock.now())
+    gates.tokenFrom('e', c, 1_045)
+    expect(gates.stepBegan('e', 1_046)).toBe(1_020)
   })
 })
 
 describe('TtftEstimator: joined prompts', () => {
-  it('counts the tokens expected to join a request, queued or not, in its prefill', () => {
+  it('learns the tokens that join a request, queued on arrival or not, apart', () => {
     const e = new TtftEstimator({ stepMs: 15, prefillTokensPerS: 20_000 }, new ManualClock())
-    const view = { endpoints: 1, pendingTokens: 0, foreignTokens: 0, stepMs: 15, residualMs: 0 }
-    const before = e.predict(view, undefined, 500).serverMs
     for (let i = 0; i < 200; i++) e.onJoined(4_000, true) // queued requests: bursts of 4,000
     expect(e.expectedJoined(true)).toBeCloseTo(4_000, 0)
     expect(e.expectedJoined(false)).toBe(0)
-    // at once: unchanged; queued: 4,000 more tokens at 0.05 ms
-    expect(e.predict(view, undefined, 500).serverMs).toBe(before)
-    expect(e.predict(view, 0, 500).serverMs - before).toBeCloseTo(200, 0)
+    for (let i = 0; i < 200; i++) e.onJoined(600, false)
+    expect(e.expectedJoined(false)).toBeCloseTo(600, 0)
   })
 })
 
@@ -79,7 +92,7 @@ describe('PoolAdmission: a request learns the prompts that shared its step', () 
     const first = place(100)
     clock.advance(10)
     first.t.firstTokenAt = clock.now()
-    first.lease.prefilled() // a step ended at 1,010: the next began
+    first.lease.prefilled() // a step ended at 1,010: the next began (nothing else decodes there)
     clock.advance(2)
     const b = place(1_000) // sent at 1,012
     clock.advance(1)

@@ -1,0 +1,199 @@
+/**
+ * When will a queued request be dispatched, and what will its first step be? A forecast
+ * that plays the pool's next engine steps forward, as the gateway's own dispatch rules meet
+ * them: the request goes when the prompts queued ahead of it have gone, at an endpoint
+ * whose prefill budget has room and whose decode guard is open.
+ *
+ * The gateway dispatches only at a few moments: a step end at an endpoint (its streams'
+ * tokens; the prompts that step prefilled leave the budget, and its decode guard's window
+ * may close with a new mean). Between them nothing changes. So the forecast walks step
+ * ends, earliest first across endpoints, from what is known now (step-timeline.ts):
+ *
+ * - each endpoint's step in progress ends when its step model says; the prompts sent
+ *   before it began are prefilled then; the next step takes the prompts sent since, and
+ *   lasts what the model says of them and the streams decoding there;
+ * - each step end adds one gap of that step's length per decoding stream to the guard's
+ *   window; a window closes at its first gap past its length, and the guard is open after
+ *   it while its mean is within the class's limit (decode-guard.ts);
+ * - at a step end where the guard is open and the budget has room, the queue ahead drains
+ *   into the room (as a fluid of tokens: the dispatcher takes whole requests, in order);
+ *   the request goes when what is ahead of it and its own prompt fit.
+ *
+ * Its first token then comes at the end of the step after the one in progress (a prompt
+ * sent when a step ended misses the step the engine began at once): after the step in
+ * progress, the step with the prompts dispatched with it (those ahead of it in that burst,
+ * its own, and those expected after it while room lasts). The estimator prices those parts
+ * and fits the forecast to what happens (ttft-estimator.ts).
+ *
+ * Not played: requests of other classes dispatched meanwhile (a floor's share, out of
+ * turn), KV and batch-slot limits, arrivals with an earlier deadline going ahead, streams
+ * starting and ending (the decoding count and context grow one token a step). The fit's
+ * constant takes their mean.
+ */
+import type { GuardWindow } from './decode-guard.js'
+import type { StepModel } from './step-timeline.js'
+
+/** One endpoint as the forecast starts from it. */
+export interface EndpointNow {
+  /** Ms until the step in progress ends (0: none, or due now), and its whole length. */
+  readonly residualMs: number
+  readonly stepMs: number
+  /** Prompt tokens the step in progress prefills (done at its end). */
+  readonly inStepTokens: number
+  /** Prompt tokens sent since it began (the next step's). */
+  readonly nextTokens: number
+  /** Streams decoding there, and their context tokens. */
+  readonly decodes: number
+  readonly contextTokens: number
+  /** Prompt tokens the class may keep awaiting their first token there (its prefill budget share). */
+  readonly budgetTokens: number
+  /** The decode guard for the class there (undefined: not measured, open). */
+  readonly guard: GuardWindow | undefined
+  /** Every gate lets the request go there now (the others, KV room and batch slots, are taken as open later). */
+  readonly openNow: boolean
+  readonly model: StepModel
+}
+
+/** What the forecast says of a request queued now. */
+export interface DispatchForecast {
+  /** Ms from now until it is dispatched. */
+  readonly waitMs: number
+  /** Ms from its dispatch until the step then in progress ends. */
+  readonly residualMs: number
+  /** Prompt tokens sent with it that share its step: those before it in its burst and those expected after (its own not counted). */
+  readonly withTokens: number
+  /** A decode step at its endpoint then, ms. */
+  readonly decodeStepMs: number
+}
+
+interface Sim {
+  t: number
+  /** When its step in progress ends, and its whole length (each stream's gap at its end). */
+  end: number
+  length: number
+  cur: number
+  next: number
+  decodes: number
+  context: number
+  wAge: number
+  wSum: number
+  wGaps: number
+  open: boolean
+  readonly e: EndpointNow
+}
+
+/**
+ * The forecast for a request of `ownTokens` with `aheadTokens` queued ahead of it, dispatched
+ * where the endpoints `eps` allow, looking at most `horizonMs` ahead (undefined: not
+ * dispatched by then). `arrivingPerMs`: prompt tokens of its class arriving per ms, queued
+ * behind it while it waits: those dispatched with it, while the budget has room.
+ */
+export function forecastDispatch(
+  eps: readonly EndpointNow[],
+  aheadTokens: number,
+  ownTokens: number,
+  arrivingPerMs: number,
+  horizonMs: number,
+): DispatchForecast | undefined {
+  if (eps.length === 0) return undefined
+  const sims: Sim[] = eps.map((e) => ({
+    t: 0,
+    end: e.residualMs,
+    length: e.stepMs,
+    cur: e.inStepTokens,
+    next: e.nextTokens,
+    decodes: e.decodes,
+    context: e.contextTokens,
+    wAge: e.guard?.ageMs ?? 0,
+    wSum: e.guard?.sumMs ?? 0,
+    wGaps: e.guard?.gaps ?? 0,
+    open: e.guard?.open ?? true,
+    e,
+  }))
+  let ahead = aheadTokens
+  // now first: a gate may be open already (the dispatcher runs next); of the endpoints
+  // open now, the one where its first token comes first
+  let best: DispatchForecast | undefined
+  let bestMs = Number.POSITIVE_INFINITY
+  for (const s of sims) {
+    if (!s.e.openNow) continue
+    const f = offer(s, s.end)
+    if (f === undefined) continue
+    const ms = f.residualMs + s.e.model.ms(f.withTokens + ownTokens, s.decodes, s.context)
+    if (ms < bestMs) {
+      best = f
+      bestMs = ms
+    }
+  }
+  if (best !== undefined) return best
+  // at most a few hundred steps: the horizon is a TTFT objective, steps are milliseconds
+  for (let i = 0; i < 2000; i++) {
+    let s = sims[0]!
+    for (const o of sims) if (o.end < s.end) s = o
+    if (s.end > horizonMs) return undefined
+    stepEnds(s)
+    s.length = stepMs(s, s.cur)
+    s.end = s.t + s.length
+    const f = offer(s, s.end - s.t)
+    if (f !== undefined) return f
+  }
+  return undefined
+
+  /** The dispatcher at `s` now (`residual`: ms left in the step that began or runs there). */
+  function offer(s: Sim, residual: number): DispatchForecast | undefined {
+    if (!s.open) return undefined
+    const pending = s.cur + s.next
+    // an endpoint with nothing pending takes the head whatever its size
+    const room =
+      pending <= 0 ? Math.max(s.e.budgetTokens, ahead > 0 ? 0 : ownTokens) : s.e.budgetTokens - pending
+    if (room <= 0) return undefined
+    if (ahead + ownTokens <= room) {
+      // those arriving until its step begins go with it (behind it in the queue, or at once)
+      const joined = Math.min(
+        arrivingPerMs * (s.t + Math.max(0, residual)),
+        Math.max(0, room - ahead - ownTokens),
+      )
+      return {
+        waitMs: s.t,
+        residualMs: Math.max(0, residual),
+        withTokens: s.next + ahead + joined,
+        decodeStepMs: stepMs(s, 0),
+      }
+    }
+    const take = Math.min(ahead, room)
+    ahead -= take
+    s.next += take
+    return undefined
+  }
+}
+
+/**
+ * The step in progress at `s` ends: its prompts are done, its streams' gaps (each the
+ * step's length) go to the guard's window, the next step begins. A window closes at its
+ * first gap past its length (decode-guard.ts): that one gap is its last, the others of the
+ * same step open the next window.
+ */
+function stepEnds(s: Sim): void {
+  s.wAge += s.end - s.t
+  s.t = s.end
+  const gap = s.length
+  const g = s.e.guard
+  if (s.decodes > 0) {
+    s.context += s.decodes
+    if (g !== undefined && s.wAge >= g.windowMs) {
+      s.open = (s.wSum + gap) / (s.wGaps + 1) <= g.limitMs
+      s.wAge = 0
+      s.wSum = (s.decodes - 1) * gap
+      s.wGaps = s.decodes - 1
+    } else {
+      s.wSum += s.decodes * gap
+      s.wGaps += s.decodes
+    }
+  } else s.open = true
+  s.cur = s.next
+  s.next = 0
+}
+
+function stepMs(s: Sim, prefill: number): number {
+  return Math.max(0.1, s.e.model.ms(prefill, s.decodes, s.context))
+}

@@ -1,0 +1,134 @@
+/**
+ * The dispatch forecast (dispatch-forecast.ts): when a queued request goes, played step by
+ * step from what the gateway knows of its endpoints, with its own gates' rules: the prefill
+ * budget frees when the step prefilling its prompts ends, the decode guard opens at a
+ * window's close whose mean is within the limit (the window closes at its first gap past
+ * its length: one gap of that step is its last), the queue ahead drains into the budget.
+ */
+import { describe, expect, it } from 'vitest'
+import { type EndpointNow, forecastDispatch } from '../../../src/admission/dispatch-forecast.js'
+import { StepModel } from '../../../src/admission/step-timeline.js'
+
+// a step: 10 ms + 0.025 ms a prompt token (40,000 tokens/s), per sequence and context ~0
+const model = new StepModel({ stepMs: 10, prefillTokensPerS: 40_000 })
+const step = (prefill: number) => model.ms(prefill, 0, 0)
+
+function endpoint(over: Partial<EndpointNow> = {}): EndpointNow {
+  return {
+    residualMs: 0,
+    stepMs: 10,
+    inStepTokens: 0,
+    nextTokens: 0,
+    decodes: 0,
+    contextTokens: 0,
+    budgetTokens: 8000,
+    guard: undefined,
+    openNow: true,
+    model,
+    ...over,
+  }
+}
+
+describe('forecastDispatch', () => {
+  it('goes now when every gate is open, behind the step in progress', () => {
+    const f = forecastDispatch([endpoint({ residualMs: 7, nextTokens: 500 })], 0, 1000, 0, 1000)
+    expect(f?.waitMs).toBe(0)
+    expect(f?.residualMs).toBe(7)
+    expect(f?.withTokens).toBe(500) // the prompts sent since that step began share its step
+  })
+
+  it('waits for the step prefilling a full budget to end', () => {
+    const f = forecastDispatch(
+      [endpoint({ residualMs: 120, stepMs: 210, inStepTokens: 8000, openNow: false })],
+      0,
+      1000,
+      0,
+      1000,
+    )
+    expect(f?.waitMs).toBe(120)
+    // it is sent as the next step begins (a decode step): it waits for that one, then its own
+    expect(f?.residualMs).toBeCloseTo(step(0), 5)
+  })
+
+  it('waits a step more when the budget is full with prompts that the step in progress did not take', () => {
+    const f = forecastDispatch(
+      [endpoint({ residualMs: 5, inStepTokens: 0, nextTokens: 8000, openNow: false })],
+      0,
+      1000,
+      0,
+      1000,
+    )
+    expect(f?.waitMs).toBeCloseTo(5 + step(8000), 5)
+  })
+
+  it('drains the queue ahead a budget at a time', () => {
+    const eps = [endpoint({ residualMs: 3, inStepTokens: 8000, openNow: false })]
+    const first = forecastDispatch(eps, 6000, 1000, 0, 5000) // ahead and own fit one budget
+    const second = forecastDispatch(eps, 12_000, 1000, 0, 5000) // the next budget
+    expect(first?.waitMs).toBe(3)
+    expect(first?.withTokens).toBe(6000)
+    // the first burst (8,000 of the 12,000) prefills in the step after the next: then room
+    expect(second?.waitMs).toBeCloseTo(3 + step(0) + step(8000), 5)
+    expect(second?.withTokens).toBe(4000)
+  })
+
+  it('adds those expected to arrive behind it while it waits, as far as the budget has room', () => {
+    const eps = [endpoint({ residualMs: 100, stepMs: 150, inStepTokens: 5000, openNow: false })]
+    const f = forecastDispatch(eps, 1000, 1000, 10, 1000) // 10 tokens/ms arriving
+    expect(f?.waitMs).toBe(100)
+    // 10 tokens/ms over its 100 ms wait and the 10 ms step then in progress
+    expect(f?.withTokens).toBeCloseTo(1000 + 10 * (100 + step(0)), 5)
+    const full = forecastDispatch(eps, 1000, 1000, 1000, 1000)
+    expect(full?.withTokens).toBe(1000 + 6000) // no more than the budget's room after it
+  })
+
+  it('opens the decode guard at a window close whose mean is within the limit', () => {
+    // 10 streams decoding at ~10 ms a step; the window, 150 ms old, has 100 gaps of 60 ms
+    // mean: at its close, ~50 ms from now, 50 gaps of 10 ms more make it ~43 ms, over a
+    // 40 ms limit; the next window holds 10 ms gaps only: open at its close, 200 ms later
+    const closed = { windowMs: 200, ageMs: 150, sumMs: 60 * 100, gaps: 100, limitMs: 40, open: false }
+    const f = forecastDispatch(
+      [endpoint({ residualMs: 4, decodes: 10, guard: closed, openNow: false })],
+      0,
+      500,
+      0,
+      2000,
+    )
+    expect(f).toBeDefined()
+    expect(f!.waitMs).toBeGreaterThan(245)
+    expect(f!.waitMs).toBeLessThan(265)
+    // within a 45 ms limit, it opens at the first close
+    const within = { ...closed, limitMs: 45 }
+    const g = forecastDispatch(
+      [endpoint({ residualMs: 4, decodes: 10, guard: within, openNow: false })],
+      0,
+      500,
+      0,
+      2000,
+    )
+    expect(g!.waitMs).toBeGreaterThan(50)
+    expect(g!.waitMs).toBeLessThan(65)
+  })
+
+  it('does not count a long step whole in the window it closes: its other gaps open the next', () => {
+    // the window is at 195 ms with a 15 ms mean; a 200 ms prefill step is running
+    const guard = { windowMs: 200, ageMs: 195, sumMs: 15 * 400, gaps: 400, limitMs: 40, open: true }
+    const eps = [
+      endpoint({ residualMs: 50, stepMs: 200, inStepTokens: 7600, decodes: 40, guard, openNow: false }),
+    ]
+    const f = forecastDispatch(eps, 0, 500, 0, 2000)
+    // at the step's end the window closes with one 200 ms gap: (6,000 + 200) / 401 < 40, open
+    expect(f?.waitMs).toBe(50)
+  })
+
+  it('takes the endpoint that has room first', () => {
+    const busy = endpoint({ residualMs: 200, stepMs: 210, inStepTokens: 8000, openNow: false })
+    const free = endpoint({ residualMs: 8, inStepTokens: 8000, openNow: false })
+    expect(forecastDispatch([busy, free], 0, 1000, 0, 1000)?.waitMs).toBe(8)
+  })
+
+  it('says nothing past its horizon', () => {
+    const eps = [endpoint({ residualMs: 100, stepMs: 210, inStepTokens: 8000, openNow: false })]
+    expect(forecastDispatch(eps, 80_000, 1000, 0, 500)).toBeUndefined()
+  })
+})
