@@ -15,7 +15,7 @@ import { DecodeGuard, type ItlWindow } from './decode-guard.js'
 import type { EndpointNow } from './dispatch-forecast.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
 import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
-import { EngineTimeline, SAME_STEP_MS, type StepPriors } from './step-timeline.js'
+import { EngineTimeline, type Phase, type StepMark, type StepPriors } from './step-timeline.js'
 import type { ServerView } from './ttft-estimator.js'
 
 export interface GateLimits {
@@ -57,18 +57,7 @@ export function kvFits(e: EndpointView, limits: GateLimits, kvTokens: number): b
 /** Of a request's prompt, the tokens a given endpoint must compute (its cached prefix excluded). */
 export type ComputeAt = (v: EndpointView) => number
 
-/** Where an endpoint's engine is in its step (EndpointGates.phase). */
-export interface Phase {
-  readonly inStepTokens: number
-  readonly residualMs: number
-}
-
-const NO_PHASE: Phase = { inStepTokens: 0, residualMs: 0 }
-
-/** A stream's mark of the last engine step whose start brought it a token (EndpointGates.tokenFrom). */
-export interface StepMark {
-  stepSeen: number
-}
+export type { Phase, StepMark }
 
 /**
  * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
@@ -82,8 +71,6 @@ export class EndpointGates {
   private readonly limits = new Map<string, GateLimits>()
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
-  /** When each endpoint's engine step in progress began (its last step end the gateway saw), and the one before. */
-  private readonly steps = new Map<string, { start: number; prev: number | undefined; index: number }>()
   /** admission.max_prefill_tokens_per_endpoint, when the operator set it. */
   private readonly budgetOverride: number | undefined
   /** The tightest TTFT objective of the classes refused on it (the budget's time bound). */
@@ -93,8 +80,8 @@ export class EndpointGates {
   private readonly clock: Clock
   /** Each endpoint's engine, step by step (step-timeline.ts). */
   private readonly timelines = new Map<string, EngineTimeline>()
-  /** The step model's priors for an endpoint first seen (the pool's engine facts). */
-  stepPriors: StepPriors
+  /** The step model's priors for an endpoint first seen. */
+  private readonly stepPriors: StepPriors
 
   constructor(classes: Record<string, ClassConfig>, cfg: AdmissionConfig, clock: Clock, priors: Fact) {
     this.clock = clock
@@ -247,28 +234,16 @@ export class EndpointGates {
     }
   }
 
-  /**
-   * Where `endpoint`'s engine is in its step now: the prompt tokens the gateway sent it before
-   * the step in progress began (the server took them into that step, so a request sent now
-   * waits for them only as long as the step has left), and that time left, by `residual`
-   * (the step's expected length from its live step time `stepMs` and those tokens, less the
-   * time since it began). A step begins when the last one ended: the gateway sees that end
-   * as the token it brought to every stream there. None seen yet: no step known in progress.
-   */
+  /** Where `endpoint`'s engine is in its step now (EngineTimeline.phase). */
   phase(endpoint: string): Phase {
-    const start = this.steps.get(endpoint)?.start
-    const tl = this.timelines.get(endpoint)
-    if (start === undefined || tl === undefined) return NO_PHASE
-    const inStepTokens = this.prefilling.sentBy(endpoint, start)
-    const idle = tl.idle() && this.prefilling.at(endpoint) === 0
-    return { inStepTokens, residualMs: tl.residualMs(this.clock.now(), idle) }
+    return this.timeline(endpoint).phase(this.clock.now())
   }
 
   /** The endpoint's engine timeline (created on first use, from the pool's priors). */
   timeline(endpoint: string): EngineTimeline {
     let tl = this.timelines.get(endpoint)
     if (tl === undefined) {
-      tl = new EngineTimeline(this.stepPriors)
+      tl = new EngineTimeline(this.stepPriors, this.prefilling, endpoint)
       this.timelines.set(endpoint, tl)
     }
     return tl
@@ -310,7 +285,7 @@ export class EndpointGates {
 
   /** A request's first token came from `endpoint` at `now`: its prompt is done, its stream decodes. */
   firstToken(endpoint: string, now: number, promptTokens: number, computeTokens: number): void {
-    this.timeline(endpoint).firstToken(promptTokens, computeTokens, this.inBurst(endpoint, now))
+    this.timeline(endpoint).firstToken(now, promptTokens, computeTokens)
   }
 
   /** A stream past its first token ended at `endpoint`, with `contextTokens` of context. */
@@ -318,41 +293,14 @@ export class EndpointGates {
     this.timelines.get(endpoint)?.decoderLeft(contextTokens)
   }
 
-  /**
-   * A token of `stream` reached the gateway from `endpoint` at `now`. One engine step brings
-   * every stream there a token, and the gateway reads them one by one (over milliseconds,
-   * when it is busy): a stream that already had a token when the step in progress began
-   * marks a new step (its start the first such token). Where nothing decodes, every token
-   * ends a step.
-   */
+  /** A token of `stream` reached the gateway from `endpoint` at `now` (EngineTimeline.tokenFrom). */
   tokenFrom(endpoint: string, stream: StepMark, now: number): void {
-    let s = this.steps.get(endpoint)
-    const tl = this.timeline(endpoint)
-    if (s === undefined) {
-      s = { start: now, prev: undefined, index: 0 }
-      this.steps.set(endpoint, s)
-      tl.stepEnded(now, this.prefilling.sentBy(endpoint, now), Number.POSITIVE_INFINITY)
-    } else if (stream.stepSeen === s.index || (tl.idle() && now - s.start > SAME_STEP_MS)) {
-      s.prev = s.start
-      s.start = now
-      s.index++
-      tl.stepEnded(now, this.prefilling.sentBy(endpoint, now), Number.POSITIVE_INFINITY)
-    }
-    stream.stepSeen = s.index
+    this.timeline(endpoint).tokenFrom(stream, now)
   }
 
-  /** True while `now` is within the arrival of the tokens that began the step in progress at `endpoint`. */
-  private inBurst(endpoint: string, now: number): boolean {
-    const s = this.steps.get(endpoint)
-    if (s === undefined) return false
-    return now - s.start <= Math.max(SAME_STEP_MS, this.timeline(endpoint).stepMs() / 2)
-  }
-
-  /** When the step of `endpoint` whose end brought a token at `now` (tokenFrom) began; undefined when unknown. */
+  /** When the step of `endpoint` whose end brought a token at `now` began; undefined when unknown. */
   stepBegan(endpoint: string, now: number): number | undefined {
-    const s = this.steps.get(endpoint)
-    if (s === undefined) return undefined
-    return this.inBurst(endpoint, now) ? s.prev : s.start
+    return this.timelines.get(endpoint)?.stepBegan(now)
   }
 
   /**

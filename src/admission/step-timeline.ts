@@ -24,6 +24,7 @@
  * ten. Other clients' requests at the engine are not seen; the fit's constant takes their
  * mean share.
  */
+import type { PrefillLedger } from './prefill-ledger.js'
 import { Rls } from './rls.js'
 
 /** A step's features: [1, prompt tokens prefilled, decoding sequences, context tokens / 1000]. */
@@ -51,7 +52,7 @@ export interface StepPriors {
 
 /** The step time model of one engine (see above). */
 export class StepModel {
-  private rls: Rls
+  private readonly rls: Rls
   private samples = 0
 
   constructor(priors: StepPriors) {
@@ -65,11 +66,6 @@ export class StepModel {
   observe(x: StepFeatures, ms: number): void {
     this.rls.update(x, ms)
     this.samples++
-  }
-
-  /** New priors (the engine's facts changed) re-seed the fit while it has seen few steps. */
-  adoptPriors(priors: StepPriors): void {
-    if (this.samples < 32) this.rls = stepRls(priors)
   }
 
   state(): object {
@@ -103,9 +99,29 @@ interface Step {
   ms: number
 }
 
+/** A stream's mark of the last engine step whose start brought it a token (EngineTimeline.tokenFrom). */
+export interface StepMark {
+  stepSeen: number
+}
+
+/** Where an endpoint's engine is in its step (EngineTimeline.phase). */
+export interface Phase {
+  /** Prompt tokens the gateway sent before the step in progress began: the server took them into it. */
+  readonly inStepTokens: number
+  /** Ms until that step ends. */
+  readonly residualMs: number
+}
+
+const NO_PHASE: Phase = { inStepTokens: 0, residualMs: 0 }
+
 /**
  * One endpoint's engine as the gateway sees it: the streams decoding there (the gateway's
  * own, past their first token) and their context, the step in progress, and its step model.
+ *
+ * Step ends: one engine step brings every stream there a token, and the gateway reads them
+ * one by one (over milliseconds, when it is busy): a stream that already had a token when
+ * the step in progress began marks a new step (its start, the first such token). Where
+ * nothing decodes, every token ends a step.
  */
 export class EngineTimeline {
   readonly model: StepModel
@@ -113,18 +129,39 @@ export class EngineTimeline {
   private decodes = 0
   private context = 0
   private step: Step | undefined = undefined
+  /** The step in progress's number, and when the one before began. */
+  private index = 0
+  private prevStart: number | undefined = undefined
 
-  constructor(priors: StepPriors) {
+  constructor(
+    priors: StepPriors,
+    /** The prompts the gateway sent and that await their first token (prefill-ledger.ts). */
+    private readonly ledger: PrefillLedger,
+    private readonly endpoint: string,
+  ) {
     this.model = new StepModel(priors)
   }
 
+  /** A token of `stream` reached the gateway at `now`: a new step began when it says so (above). */
+  tokenFrom(stream: StepMark, now: number): void {
+    const s = this.step
+    if (
+      s === undefined ||
+      stream.stepSeen === this.index ||
+      (this.decodes === 0 && now - s.start > SAME_STEP_MS)
+    ) {
+      this.prevStart = s?.start
+      if (s !== undefined) this.index++
+      this.stepEnded(now)
+    }
+    stream.stepSeen = this.index
+  }
+
   /**
-   * A step ended at `now` (a token from the endpoint reached the gateway): it is learned, and
-   * the next one began with `pendingTokens` of prompt (those sent before now, not yet
-   * prefilled; at most `stepTokens`, the engine's token budget less its decodes) and the
-   * streams decoding now (EndpointGates.tokenFrom tells one step end from the next).
+   * A step ended at `now`: it is learned, and the next one began with the prompts sent
+   * before now and not yet prefilled, and the streams decoding now.
    */
-  stepEnded(now: number, pendingTokens: number, stepTokens: number): void {
+  private stepEnded(now: number): void {
     const s = this.step
     if (s !== undefined) {
       const took = now - s.start
@@ -133,26 +170,46 @@ export class EngineTimeline {
       // each stream decoding in it got a token: a token more of context for the next
       this.context += this.decodes
     }
-    const prefill = Math.max(0, Math.min(pendingTokens, stepTokens - this.decodes))
+    const prefill = this.ledger.sentBy(this.endpoint, now)
     const step: Step = { start: now, prefill, decodes: this.decodes, context: this.context, ms: 0 }
     step.ms = this.model.ms(prefill, step.decodes, step.context)
     this.step = step
   }
 
+  /** True while `now` is within the arrival of the tokens that began the step in progress. */
+  private inBurst(now: number): boolean {
+    const s = this.step
+    return s !== undefined && now - s.start <= Math.max(SAME_STEP_MS, s.ms / 2)
+  }
+
+  /** When the step whose end brought a token at `now` began; undefined when unknown. */
+  stepBegan(now: number): number | undefined {
+    return this.inBurst(now) ? this.prevStart : this.step?.start
+  }
+
   /**
-   * A stream's first token came: its prompt (`promptTokens`, of which it computed
-   * `computeTokens`) is its context, and it decodes from now on. `inNewStep`: its token came
-   * with those that began the step in progress, which counted it as prefilling: it decodes
+   * A stream's first token came at `now`: its prompt (`promptTokens`, of which it computed
+   * `computeTokens`) is its context, and it decodes from now on. When its token came with
+   * those that began the step in progress, that step counted it as prefilling: it decodes
    * in that one instead.
    */
-  firstToken(promptTokens: number, computeTokens: number, inNewStep: boolean): void {
+  firstToken(now: number, promptTokens: number, computeTokens: number): void {
     this.decodes++
     this.context += promptTokens + 1
     const s = this.step
-    if (s !== undefined && inNewStep) {
+    if (s !== undefined && this.inBurst(now)) {
       s.prefill = Math.max(0, s.prefill - computeTokens)
-      this.reprice(s)
+      s.decodes = this.decodes
+      s.context = this.context
+      s.ms = this.model.ms(s.prefill, s.decodes, s.context)
     }
+  }
+
+  /** A stream past its first token ended, with `contextTokens` of context (prompt + tokens streamed). */
+  decoderLeft(contextTokens: number): void {
+    this.decodes = Math.max(0, this.decodes - 1)
+    this.context = Math.max(0, this.context - contextTokens)
+    if (this.decodes === 0) this.context = 0
   }
 
   /** Streams decoding here (the gateway's own). */
@@ -165,43 +222,22 @@ export class EngineTimeline {
     return this.context
   }
 
-  /** Nothing decodes here (the gateway's streams). */
-  idle(): boolean {
-    return this.decodes === 0
-  }
-
-  /** A stream past its first token ended, with `contextTokens` of context (prompt + tokens streamed). */
-  decoderLeft(contextTokens: number): void {
-    this.decodes = Math.max(0, this.decodes - 1)
-    this.context = Math.max(0, this.context - contextTokens)
-    if (this.decodes === 0) this.context = 0
-  }
-
-  private reprice(s: Step): void {
-    s.decodes = this.decodes
-    s.context = this.context
-    s.ms = this.model.ms(s.prefill, s.decodes, s.context)
-  }
-
   /**
-   * Ms until the step in progress ends (0 when none is known, or it is overdue: then it
-   * ends any moment). `idle`: nothing runs or waits there (the engine begins a step when
-   * a request comes).
+   * Where the engine is in its step at `now`: the prompts the step in progress took, and
+   * the time it has left (0 when it is due, or when nothing runs or waits there: the engine
+   * begins a step when a request comes). None seen yet: no step known in progress.
    */
-  residualMs(now: number, idle: boolean): number {
+  phase(now: number): Phase {
     const s = this.step
-    if (s === undefined || idle) return 0
-    return Math.max(0, s.start + s.ms - now)
+    if (s === undefined) return NO_PHASE
+    const inStepTokens = this.ledger.sentBy(this.endpoint, s.start)
+    const idle = this.decodes === 0 && this.ledger.at(this.endpoint) === 0
+    return { inStepTokens, residualMs: idle ? 0 : Math.max(0, s.start + s.ms - now) }
   }
 
   /** The predicted length of the step in progress, ms (0: none known). */
   stepMs(): number {
     return this.step?.ms ?? 0
-  }
-
-  /** The prompt tokens the step in progress is prefilling. */
-  inStepTokens(): number {
-    return this.step?.prefill ?? 0
   }
 
   /** A step after this one with `prefillTokens` of prompt in it, at the streams decoding now, ms. */

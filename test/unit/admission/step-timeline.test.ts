@@ -6,6 +6,7 @@
  * token makes it a decoder of the step that just began.
  */
 import { describe, expect, it } from 'vitest'
+import { PrefillLedger } from '../../../src/admission/prefill-ledger.js'
 import { EngineTimeline, StepModel } from '../../../src/admission/step-timeline.js'
 import { Rng } from '../../../src/sim/rng.js'
 import { stepTimeMs } from '../../../src/sim/step-model.js'
@@ -36,42 +37,68 @@ describe('StepModel', () => {
 })
 
 describe('EngineTimeline', () => {
+  const priors = { stepMs: 10, prefillTokensPerS: 40_000 }
+
   it('says when the step in progress ends, and 0 once it is due or the engine idles', () => {
-    const tl = new EngineTimeline({ stepMs: 10, prefillTokensPerS: 40_000 })
-    tl.stepEnded(1000, 4000, Number.POSITIVE_INFINITY) // a step prefilling 4,000 tokens: ~10 + 100 ms
+    const ledger = new PrefillLedger()
+    const tl = new EngineTimeline(priors, ledger, 'e')
+    const stream = { stepSeen: -1 }
+    tl.tokenFrom(stream, 900)
+    tl.firstToken(900, 100, 100) // a stream decodes there
+    ledger.add('e', 4000, 0, undefined, 950)
+    tl.tokenFrom(stream, 1000) // its next token: a step began at 1,000 with the 4,000 sent before
     const len = tl.stepMs()
-    expect(len).toBeGreaterThan(100)
-    expect(tl.residualMs(1000 + 30, false)).toBeCloseTo(len - 30, 5)
-    expect(tl.residualMs(1000 + len + 5, false)).toBe(0)
-    expect(tl.residualMs(1000 + 30, true)).toBe(0)
+    expect(len).toBeGreaterThan(100) // ~10 + 4,000 x 0.025 ms
+    expect(tl.phase(1000 + 30).inStepTokens).toBe(4000)
+    expect(tl.phase(1000 + 30).residualMs).toBeCloseTo(len - 30, 6)
+    expect(tl.phase(1000 + len + 5).residualMs).toBe(0)
+    const idle = new EngineTimeline(priors, new PrefillLedger(), 'e')
+    idle.tokenFrom({ stepSeen: -1 }, 1000)
+    expect(idle.phase(1005).residualMs).toBe(0) // nothing decoding or pending: nothing in progress
+  })
+
+  it('tells one step from the next by the streams, however spread their tokens arrive', () => {
+    const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
+    const streams = [{ stepSeen: -1 }, { stepSeen: -1 }, { stepSeen: -1 }]
+    for (const s of streams) {
+      tl.tokenFrom(s, 1000)
+      tl.firstToken(1000, 100, 100)
+    }
+    // the next step's tokens over 4 ms: one step, begun at the first
+    tl.tokenFrom(streams[1]!, 1020)
+    tl.tokenFrom(streams[0]!, 1022)
+    tl.tokenFrom(streams[2]!, 1024)
+    expect(tl.stepBegan(1024)).toBe(1000)
+    expect(tl.stepBegan(1040)).toBe(1020)
   })
 
   it('counts a stream whose first token began the step as decoding in it, its prompt no longer prefilled', () => {
-    const tl = new EngineTimeline({ stepMs: 10, prefillTokensPerS: 40_000 })
-    tl.stepEnded(1000, 2000, Number.POSITIVE_INFINITY)
+    const ledger = new PrefillLedger()
+    const tl = new EngineTimeline(priors, ledger, 'e')
+    const done = ledger.add('e', 2000, 0, undefined, 990)
+    tl.tokenFrom({ stepSeen: -1 }, 1000) // a step began at 1,000, prefilling the 2,000
     const withPrompt = tl.stepMs()
-    tl.firstToken(2000, 2000, true)
+    done() // its first token ...
+    tl.firstToken(1000, 2000, 2000) // ... came with those that began the step
     expect(tl.decoding).toBe(1)
     expect(tl.contextTokens).toBe(2001)
     expect(tl.stepMs()).toBeLessThan(withPrompt)
-    // each step a decoding stream gets a token of context more
-    tl.stepEnded(1012, 0, Number.POSITIVE_INFINITY)
-    expect(tl.contextTokens).toBe(2002)
-    tl.decoderLeft(2002)
+    tl.decoderLeft(2001)
     expect(tl.decoding).toBe(0)
-    expect(tl.idle()).toBe(true)
   })
 
   it('learns from the steps it sees end, not from a gap in which the engine idled', () => {
-    const tl = new EngineTimeline({ stepMs: 10, prefillTokensPerS: 40_000 })
-    tl.firstToken(1000, 1000, false)
+    const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
+    const stream = { stepSeen: -1 }
+    tl.tokenFrom(stream, 0)
+    tl.firstToken(0, 1000, 1000)
     let t = 0
     for (let i = 0; i < 200; i++) {
-      tl.stepEnded(t, 0, Number.POSITIVE_INFINITY)
       t += 20
+      tl.tokenFrom(stream, t)
     }
-    // a long silence (no stream there), then steps again: the silence is not a step
-    tl.stepEnded(t + 5000, 0, Number.POSITIVE_INFINITY)
+    // a long silence, then steps again: the silence is not a step
+    tl.tokenFrom(stream, t + 5000)
     expect(tl.nextStepMs(0)).toBeGreaterThan(17)
     expect(tl.nextStepMs(0)).toBeLessThan(23)
   })
