@@ -63,8 +63,6 @@ export function estimatorSection(
       rows.push([
         `${l.level}× ${when}`,
         e === undefined ? '' : fmt(e.dispatchTokensPerMs * scale, 1),
-        e === undefined ? '' : fmt(e.kappaMs / scale, 0),
-        e === undefined ? '' : fmt(e.nu, 2),
         e === undefined ? '' : fmt(e.alphaMs / scale, 0),
         e === undefined ? '' : fmt((e.betaMsPerToken / scale) * 1000, 1),
         e === undefined ? '' : fmt(e.gammaSteps, 2),
@@ -85,7 +83,7 @@ export function estimatorSection(
   report.paragraph(
     'From /admin/state at the start and end of each measured window, converted to model time: ' +
       'TTFT ≈ queue wait + server time; queue wait = 0 when the request can go at once, else ' +
-      "κ + ν · W, W its forecast wait (the endpoints' next steps played forward by their step models, with the " +
+      "W, its forecast wait (the endpoints' next steps played forward by their step models, with the " +
       "prefill budget and the decode guard's windows); server time = α + β · prompt tokens in its step (those sent " +
       'with it, and its own to compute) + γ · a decode step (step model) + δ · the time left in the step in progress ' +
       'when it is sent. D, the measured dispatch rate, prices Retry-After. One estimator per pool; the queue part is ' +
@@ -103,8 +101,6 @@ export function estimatorSection(
     [
       'window',
       'D tok/ms',
-      'κ ms',
-      'ν',
       'α ms',
       'β µs/token',
       'γ',
@@ -144,7 +140,7 @@ export function diagnosisSection(
           `(${reasons(i)}) while batch streamed ${fmt(b.throughputTokS, 0)} tok/s` +
           (e === undefined
             ? '.'
-            : `; at the window's start the estimator read κ = ${fmt(e.kappaMs / scale, 0)} ms, ` +
+            : `; at the window's start the estimator read ` +
               `α = ${fmt(e.alphaMs / scale, 0)} ms, γ = ${fmt(e.gammaSteps, 2)} steps (model time) after ${e.samples} ` +
               'samples, so every interactive prediction exceeded the budget; refused requests teach ' +
               'the estimator nothing (only probes do).'),
@@ -240,6 +236,7 @@ export function calibrationSection(report: Report, before: unknown, after: unkno
           admission?: {
             pools?: {
               estimator?: unknown
+              engineSteps?: unknown
               ttftMargin?: unknown
               tpotMargin?: unknown
               ttftReserveTokens?: unknown
@@ -251,6 +248,7 @@ export function calibrationSection(report: Report, before: unknown, after: unkno
     const pool = s?.admission?.pools?.[0]
     return {
       estimator: pool?.estimator,
+      engineSteps: pool?.engineSteps,
       charsPerToken: s?.admission?.charsPerToken,
       ttftMargin: pool?.ttftMargin,
       tpotMargin: pool?.tpotMargin,
@@ -268,7 +266,7 @@ export function calibrationSection(report: Report, before: unknown, after: unkno
       '```json',
       JSON.stringify(of(after)),
       '```',
-      'κ and α are in wall ms (× time scale), β in wall ms per prompt token, D in prompt tokens per wall ms.',
+      "α is in wall ms (× time scale), β in wall ms per prompt token, D in prompt tokens per wall ms; engineSteps' step model in wall ms.",
     ].join('\n'),
   )
 }

@@ -169,8 +169,6 @@ async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
 /** The calibration /admin/state shows (wall ms). */
 export interface EstimatorState {
   readonly dispatchTokensPerMs: number
-  readonly kappaMs: number
-  readonly nu: number
   readonly alphaMs: number
   readonly betaMsPerToken: number
   readonly gammaSteps: number

@@ -151,6 +151,7 @@ export class Admission implements AdmissionControl {
     let slo = objectives.ttft_ms
 
     let pa = this.poolAdmission(req.pool)
+    pa.shedHopeless()
     let budget = pa.ttft.budget(className, slo)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let blocks = this.blocksFor(pa, t, body)

@@ -340,16 +340,20 @@ export class ClassQueues<T extends ClassQueued> {
    * it), and removes those `hopeless` says can no longer make it. Returns them in that
    * order. The class's order stands in for the fair queue's. O(items in the class).
    */
-  shedWhere(name: string, hopeless: (item: T, aheadTokens: number) => boolean): T[] {
+  shedWhere(name: string, hopeless: (item: T, aheadTokens: number, aheadRequests: number) => boolean): T[] {
     const c = this.state(name)
     let ahead = this.costAhead(name) - c.fair.totalCost
+    let requests = this.requestsAhead(name) - c.fair.size
     const out: T[] = []
     for (let e = c.oldest; e !== undefined; ) {
       const next = e.newer
-      if (hopeless(e.item, ahead)) {
+      if (hopeless(e.item, ahead, requests)) {
         this.detach(e)
         out.push(e.item)
-      } else ahead += e.cost
+      } else {
+        ahead += e.cost
+        requests++
+      }
       e = next
     }
     return out
@@ -390,6 +394,19 @@ export class ClassQueues<T extends ClassQueued> {
     }
     for (let e = own.newest; e !== undefined && e.order > order; e = e.older) sum -= e.cost
     return Math.max(0, sum)
+  }
+
+  /** The requests costAhead counts the tokens of. */
+  requestsAhead(name: string, order = Number.POSITIVE_INFINITY): number {
+    const own = this.state(name)
+    const p = own.spec.priority
+    let n = 0
+    for (const c of this.byPriority) {
+      if (c.spec.priority > p) break
+      n += c.fair.size
+    }
+    for (let e = own.newest; e !== undefined && e.order > order; e = e.older) n--
+    return Math.max(0, n)
   }
 
   /** How long the oldest item of the class has waited at `now`; 0 when it is empty. O(items in the class). */

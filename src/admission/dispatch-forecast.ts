@@ -16,7 +16,8 @@
  *   window; a window closes at its first gap past its length, and the guard is open after
  *   it while its mean is within the class's limit (decode-guard.ts);
  * - at a step end where the guard is open and the budget has room, the queue ahead drains
- *   into the room (as a fluid of tokens: the dispatcher takes whole requests, in order);
+ *   into the room, whole requests (of the mean size queued) at a time, as the dispatcher
+ *   takes them (one that does not fit waits for room);
  *   the request goes when what is ahead of it and its own prompt fit.
  *
  * Its first token then comes at the end of the step after the one in progress (a prompt
@@ -31,6 +32,7 @@
  * constant takes their mean.
  */
 import type { GuardWindow } from './decode-guard.js'
+import type { Ahead } from './early-refusal.js'
 import type { StepModel } from './step-timeline.js'
 
 /** One endpoint as the forecast starts from it. */
@@ -49,8 +51,15 @@ export interface EndpointNow {
   readonly budgetTokens: number
   /** The decode guard for the class there (undefined: not measured, open). */
   readonly guard: GuardWindow | undefined
-  /** Every gate lets the request go there now (the others, KV room and batch slots, are taken as open later). */
+  /** Every gate lets the request go there now (KV room is taken as open later). */
   readonly openNow: boolean
+  /** Batch slots free there now (the engine's max_num_seqs less the requests in flight). */
+  readonly slots: number
+  /**
+   * The output tokens each request running there is still expected to stream, ascending:
+   * after that many steps its slot frees (empty: the slots are not expected to run out).
+   */
+  readonly slotEnds: readonly number[]
   readonly model: StepModel
 }
 
@@ -79,18 +88,22 @@ interface Sim {
   wSum: number
   wGaps: number
   open: boolean
+  /** Slots free, steps played, and how many of `slotEnds` have freed theirs. */
+  slots: number
+  steps: number
+  ended: number
   readonly e: EndpointNow
 }
 
 /**
- * The forecast for a request of `ownTokens` with `aheadTokens` queued ahead of it, dispatched
+ * The forecast for a request of `ownTokens` with `queuedAhead` queued ahead of it, dispatched
  * where the endpoints `eps` allow, looking at most `horizonMs` ahead (undefined: not
  * dispatched by then). `arrivingPerMs`: prompt tokens of its class arriving per ms, queued
  * behind it while it waits: those dispatched with it, while the budget has room.
  */
 export function forecastDispatch(
   eps: readonly EndpointNow[],
-  aheadTokens: number,
+  queuedAhead: Ahead,
   ownTokens: number,
   arrivingPerMs: number,
   horizonMs: number,
@@ -108,9 +121,15 @@ export function forecastDispatch(
     wSum: e.guard?.sumMs ?? 0,
     wGaps: e.guard?.gaps ?? 0,
     open: e.guard?.open ?? true,
+    slots: e.slots,
+    steps: 0,
+    ended: 0,
     e,
   }))
-  let ahead = aheadTokens
+  let ahead = queuedAhead.tokens
+  // the dispatcher sends whole requests, in order: the queue drains a request (of the mean
+  // size queued ahead) at a time, and one that does not fit waits for room (as its head does)
+  const unit = queuedAhead.requests > 0 ? queuedAhead.tokens / queuedAhead.requests : 0
   // now first: a gate may be open already (the dispatcher runs next); of the endpoints
   // open now, the one where its first token comes first
   let best: DispatchForecast | undefined
@@ -141,13 +160,14 @@ export function forecastDispatch(
 
   /** The dispatcher at `s` now (`residual`: ms left in the step that began or runs there). */
   function offer(s: Sim, residual: number): DispatchForecast | undefined {
-    if (!s.open) return undefined
+    if (!s.open || s.slots < 1) return undefined
     const pending = s.cur + s.next
     // an endpoint with nothing pending takes the head whatever its size
     const room =
       pending <= 0 ? Math.max(s.e.budgetTokens, ahead > 0 ? 0 : ownTokens) : s.e.budgetTokens - pending
     if (room <= 0) return undefined
-    if (ahead + ownTokens <= room) {
+    const aheadRequests = unit > 0 ? Math.round(ahead / unit) : 0
+    if (ahead + ownTokens <= room && aheadRequests < s.slots) {
       // those arriving until its step begins go with it (behind it in the queue, or at once)
       const joined = Math.min(
         arrivingPerMs * (s.t + Math.max(0, residual)),
@@ -160,9 +180,12 @@ export function forecastDispatch(
         decodeStepMs: stepMs(s, 0),
       }
     }
-    const take = Math.min(ahead, room)
+    const fits = unit > 0 ? Math.min(Math.floor(room / unit), s.slots) : Number.POSITIVE_INFINITY
+    const whole = unit > 0 ? fits * unit : room
+    const take = Math.min(ahead, pending <= 0 && fits > 0 ? Math.max(unit, whole) : whole)
     ahead -= take
     s.next += take
+    if (unit > 0) s.slots -= Math.round(take / unit)
     return undefined
   }
 }
@@ -176,6 +199,13 @@ export function forecastDispatch(
 function stepEnds(s: Sim): void {
   s.wAge += s.end - s.t
   s.t = s.end
+  // each stream there got a token: those with none left free their slots
+  s.steps++
+  const ends = s.e.slotEnds
+  while (s.ended < ends.length && ends[s.ended]! <= s.steps) {
+    s.ended++
+    s.slots++
+  }
   const gap = s.length
   const g = s.e.guard
   if (s.decodes > 0) {

@@ -21,6 +21,12 @@ export interface Hopeless {
   readonly aheadTokens: number
 }
 
+/** What is queued ahead of a request: its prompt tokens (to compute) and how many requests. */
+export interface Ahead {
+  readonly tokens: number
+  readonly requests: number
+}
+
 /**
  * Removes from class `name` the requests predicted to miss their TTFT objective (their
  * own, else `classSloMs`) and returns them, oldest first. `queueWaitMs`: the queue model's
@@ -31,14 +37,15 @@ export function shedHopeless(
   name: string,
   classSloMs: number,
   now: number,
-  queueWaitMs: (w: Waiting, aheadTokens: number) => number,
+  queueWaitMs: (w: Waiting, ahead: Ahead) => number,
 ): Hopeless[] {
   const out: Hopeless[] = []
-  queues.shedWhere(name, (w, ahead) => {
+  queues.shedWhere(name, (w, tokens, requests) => {
     const slo = w.ticket.slo?.ttft_ms ?? classSloMs
-    const predictedMs = now - w.ticket.arrivedAt + queueWaitMs(w, ahead) + w.prediction.serverMs
+    const predictedMs =
+      now - w.ticket.arrivedAt + queueWaitMs(w, { tokens, requests }) + w.prediction.serverMs
     if (predictedMs <= slo) return false
-    out.push({ item: w, predictedMs, aheadTokens: ahead })
+    out.push({ item: w, predictedMs, aheadTokens: tokens })
     return true
   })
   return out

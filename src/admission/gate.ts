@@ -59,6 +59,8 @@ export type ComputeAt = (v: EndpointView) => number
 
 export type { Phase, StepMark }
 
+const NO_ENDS: readonly number[] = []
+
 /**
  * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
  * class's limit), the prefill budget (the gateway keeps at most the endpoint's budget of
@@ -257,10 +259,13 @@ export class EndpointGates {
     className: string,
     views: readonly EndpointView[],
     open: (v: EndpointView) => boolean,
+    slotsBind: number,
+    remainingTokens: (endpoint: string) => number[],
   ): EndpointNow[] {
     const limits = this.limits.get(className) as GateLimits
     const share = this.share(className, limits, false)
     return views.map((v) => {
+      const slots = Math.max(0, (v.capacity.maxNumSeqs ?? limits.maxInflight) - v.effective.inflightRequests)
       const tl = this.timeline(v.name)
       const phase = this.phase(v.name)
       return {
@@ -273,6 +278,9 @@ export class EndpointGates {
         budgetTokens: this.budget(v).tokens * share,
         guard: this.guard.window(className, v.name),
         openNow: open(v),
+        slots,
+        // when a slot frees matters only where the free ones may run out
+        slotEnds: slots <= slotsBind ? remainingTokens(v.name) : NO_ENDS,
         model: tl.model,
       }
     })

@@ -245,9 +245,6 @@ export class PoolAdmission {
     this.running.add(lease.endpoint.name, w)
     w.ticket.queuedMs = queuedMs
     const endpoint = lease.endpoint.name
-    // A batch request's wait is for backfill, which the model does not (and need not)
-    // predict: learning from it would inflate every prediction.
-    if (this.ttft.learnsFrom(w.className)) this.estimator.observeQueue(w.prediction, queuedMs)
     const at = this.serverAt(endpoint)
     // the endpoint is known now: its own expected hit (and the prompt is remembered there)
     const cached =
@@ -367,8 +364,12 @@ export class PoolAdmission {
     this.armTimer()
   }
 
-  /** Early refusal (early-refusal.ts) of the queued requests predicted to miss now. */
-  private shedHopeless(): void {
+  /**
+   * Early refusal (early-refusal.ts) of the queued requests predicted to miss now (at most
+   * every SHED_INTERVAL_MS): after a dispatch cycle, and before an arrival is predicted
+   * (the requests ahead of it that will be refused do not hold it).
+   */
+  shedHopeless(): void {
     if (this.queues.size === 0 || this.ttft.size === 0) return
     const now = this.clock.now()
     if (now - this.lastShedAt < SHED_INTERVAL_MS) return

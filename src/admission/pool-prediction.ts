@@ -11,7 +11,7 @@ import { GatewayError } from '../errors.js'
 import type { ArrivalRate } from './arrival-rate.js'
 import type { ClassQueues } from './class-queues.js'
 import { forecastDispatch } from './dispatch-forecast.js'
-import { shedHopeless } from './early-refusal.js'
+import { type Ahead, shedHopeless } from './early-refusal.js'
 import { type ComputeAt, type EndpointGates, type GateLimits, kvFits } from './gate.js'
 import type { PrefixAwareness } from './prefix-awareness.js'
 import type { RunningRequests } from './running.js'
@@ -22,6 +22,8 @@ import type { Waiting } from './waiting.js'
 const PROMPT_ALPHA = 0.05
 /** How far a forecast looks for a class without a TTFT objective, ms. */
 const HORIZON_MS = 1000
+/** Batch slots beyond the requests queued ahead under which a forecast plays when they free. */
+const SLOT_MARGIN = 16
 /** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
 const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0, prefillShare: 1 }
 
@@ -119,6 +121,7 @@ export class PoolPredictor {
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
     const ahead = this.queues.costAhead(className, order)
     const queued = ahead > 0 || blocked ? ahead : undefined
+    const requestsAhead = queued === undefined ? 0 : this.queues.requestsAhead(className, order)
     const hit =
       blocks === undefined
         ? undefined
@@ -133,7 +136,7 @@ export class PoolPredictor {
     const compute = promptTokens - (hit?.expected ?? 0)
     const prediction = this.estimator.predict(
       view,
-      this.forecast(className, views, queued ?? 0, compute, open),
+      this.forecast(className, views, { tokens: queued ?? 0, requests: requestsAhead }, compute, open),
       compute,
       queued !== undefined,
     )
@@ -149,22 +152,24 @@ export class PoolPredictor {
   }
 
   /**
-   * When a request of `className` with `aheadTokens` queued ahead of it and `computeTokens`
+   * When a request of `className` with `ahead` queued ahead of it and `computeTokens`
    * to compute is forecast to be dispatched (dispatch-forecast.ts), within twice its class's
    * TTFT objective (a second for a class without one).
    */
   forecast(
     className: string,
     views: readonly EndpointView[],
-    aheadTokens: number,
+    ahead: Ahead,
     computeTokens: number,
     open: (v: EndpointView) => boolean,
   ): QueuedAt {
     const slo = this.ttft.get(className)?.sloMs
     const horizonMs = slo === undefined ? HORIZON_MS : 2 * slo
-    const eps = this.gates.endpointsNow(className, views, open)
+    const eps = this.gates.endpointsNow(className, views, open, ahead.requests + SLOT_MARGIN, (e) =>
+      this.running.remainingTokens(e),
+    )
     const arriving = this.arrivals.tokensPerMs(className)
-    return { forecast: forecastDispatch(eps, aheadTokens, computeTokens, arriving, horizonMs), horizonMs }
+    return { forecast: forecastDispatch(eps, ahead, computeTokens, arriving, horizonMs), horizonMs }
   }
 
   /**
@@ -225,11 +230,11 @@ export class PoolPredictor {
    */
   refuseHopeless(now: number, refuse: (w: Waiting, error: GatewayError) => void): number {
     const views = this.pool.views()
-    const queueWaitMs = (name: string, w: Waiting, ahead: number) => {
+    const queueWaitMs = (name: string, w: Waiting, ahead: Ahead) => {
       const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
       const open = this.gates.open(name, w.kvTokens, w.promptTokens, false, computeAt)
       const q = this.forecast(name, views, ahead, w.computeTokens ?? w.promptTokens, open)
-      return this.estimator.queueMsFor(q.forecast?.waitMs ?? q.horizonMs)
+      return q.forecast?.waitMs ?? q.horizonMs
     }
     let n = 0
     for (const [name, c] of this.ttft.entries()) {

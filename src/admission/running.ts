@@ -24,6 +24,19 @@ export class RunningRequests {
   }
 
   /**
+   * The output tokens each request running at `endpoint` is still expected to stream, in
+   * ascending order: after that many more engine steps, its batch slot frees.
+   */
+  remainingTokens(endpoint: string): number[] {
+    const out: number[] = []
+    for (const w of this.byEndpoint.get(endpoint) ?? []) {
+      const t = w.ticket
+      out.push(Math.max(1, t.expectedOutputTokens - t.contentChunks))
+    }
+    return out.sort((a, b) => a - b)
+  }
+
+  /**
    * Ms until the first request running at `endpoint` is expected to end: what is left of
    * its prefill (`prefillMsAt`: its predicted first-token time) and of its expected output,
    * one token per `stepMs`. `stepMs` when the gateway has none running there (other

@@ -42,6 +42,12 @@ const PRIOR_PER_1K_CONTEXT_MS = 0.05
 const OUTLIER_FACTOR = 4
 /** Events of one endpoint this close together end the same engine step, ms. */
 export const SAME_STEP_MS = 1
+/**
+ * A prompt sent this long before the gateway saw a step begin most likely missed it: it
+ * reaches the engine's queue a transit after it is sent, and the step's first token reaches
+ * the gateway a transit after the step began, ms.
+ */
+export const MISSED_STEP_MS = 2
 
 export interface StepPriors {
   /** One decode step of a small batch, ms. */
@@ -97,11 +103,14 @@ interface Step {
   context: number
   /** Its predicted length, ms. */
   ms: number
+  /** Tokens of two steps were read together in it: its length is not known. */
+  blurred: boolean
 }
 
-/** A stream's mark of the last engine step whose start brought it a token (EngineTimeline.tokenFrom). */
+/** A stream's mark of the last engine step whose start brought it a token, and when (EngineTimeline.tokenFrom). */
 export interface StepMark {
   stepSeen: number
+  stepSeenAt: number
 }
 
 /** Where an endpoint's engine is in its step (EngineTimeline.phase). */
@@ -121,7 +130,9 @@ const NO_PHASE: Phase = { inStepTokens: 0, residualMs: 0 }
  * Step ends: one engine step brings every stream there a token, and the gateway reads them
  * one by one (over milliseconds, when it is busy): a stream that already had a token when
  * the step in progress began marks a new step (its start, the first such token). Where
- * nothing decodes, every token ends a step.
+ * nothing decodes, every token ends a step. A gateway that fell behind reads a stream's
+ * tokens of two steps together: that step's end is not known, so it is not learned (counted
+ * as steps, such reads taught a decode step of 6 ms where the engine took 12).
  */
 export class EngineTimeline {
   readonly model: StepModel
@@ -145,16 +156,21 @@ export class EngineTimeline {
   /** A token of `stream` reached the gateway at `now`: a new step began when it says so (above). */
   tokenFrom(stream: StepMark, now: number): void {
     const s = this.step
-    if (
-      s === undefined ||
-      stream.stepSeen === this.index ||
-      (this.decodes === 0 && now - s.start > SAME_STEP_MS)
-    ) {
+    let begins = s === undefined || (this.decodes === 0 && now - s.start > SAME_STEP_MS)
+    if (s !== undefined && stream.stepSeen === this.index) {
+      // A stream's next token within a millisecond of its last: its tokens of two steps were
+      // read together (the gateway fell behind), so where the step ended is not known; the
+      // step is not learned, and the next token of a stream seen in it begins the next.
+      if (now - stream.stepSeenAt < SAME_STEP_MS) s.blurred = true
+      else begins = true
+    }
+    if (begins) {
       this.prevStart = s?.start
       if (s !== undefined) this.index++
       this.stepEnded(now)
     }
     stream.stepSeen = this.index
+    stream.stepSeenAt = now
   }
 
   /**
@@ -165,13 +181,20 @@ export class EngineTimeline {
     const s = this.step
     if (s !== undefined) {
       const took = now - s.start
-      if (took <= OUTLIER_FACTOR * Math.max(s.ms, 1))
+      if (!s.blurred && took <= OUTLIER_FACTOR * Math.max(s.ms, 1))
         this.model.observe([1, s.prefill, s.decodes, s.context / 1000], took)
       // each stream decoding in it got a token: a token more of context for the next
       this.context += this.decodes
     }
-    const prefill = this.ledger.sentBy(this.endpoint, now)
-    const step: Step = { start: now, prefill, decodes: this.decodes, context: this.context, ms: 0 }
+    const prefill = this.ledger.sentBy(this.endpoint, now - MISSED_STEP_MS)
+    const step: Step = {
+      start: now,
+      prefill,
+      decodes: this.decodes,
+      context: this.context,
+      ms: 0,
+      blurred: false,
+    }
     step.ms = this.model.ms(prefill, step.decodes, step.context)
     this.step = step
   }
@@ -230,7 +253,7 @@ export class EngineTimeline {
   phase(now: number): Phase {
     const s = this.step
     if (s === undefined) return NO_PHASE
-    const inStepTokens = this.ledger.sentBy(this.endpoint, s.start)
+    const inStepTokens = this.ledger.sentBy(this.endpoint, s.start - MISSED_STEP_MS)
     const idle = this.decodes === 0 && this.ledger.at(this.endpoint) === 0
     return { inStepTokens, residualMs: idle ? 0 : Math.max(0, s.start + s.ms - now) }
   }

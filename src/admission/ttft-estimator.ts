@@ -3,7 +3,7 @@
  * gateway's queue plus its time at the server:
  *
  *   TTFT = queue wait + server time
- *   queue wait  = 0 when the request goes at once, else  κ + ν · W
+ *   queue wait  = 0 when the request goes at once, else W
  *   server time = α + β · P + γ · S + δ · R
  *
  *   W = when the request is forecast to be dispatched (dispatch-forecast.ts): the pool's
@@ -22,9 +22,10 @@
  *   R = the time left in the step in progress when it is sent (a prompt sent mid-step waits
  *       for that step to end): by the step model, from when the gateway saw that step begin.
  *
- * κ and ν start at 0 and 1 (the forecast as it is) and are fitted online by recursive least
- * squares to every queued request's wait (arrival to dispatch) of the classes refused on
- * their prediction (a batch request waits for backfill, which is not predicted); α (fixed
+ * The wait is the forecast as it is: it is played from the engines' learned step times and
+ * the gateway's own rules, and a fit of it to the waits that came would learn only from the
+ * requests that were dispatched (those refused from the queue waited longer than forecast:
+ * fitted that way, in bench:admission it drifted to κ 60 ms + ν 0.57 · W). α (fixed
  * cost: the network, scheduling), β (ms per prompt token), γ and δ start from the hints (0,
  * 1 / prefill tokens/s, 1, 1) and are fitted to every streamed request's time from dispatch
  * to first token, of every class (the engine does not know classes, and so the fit keeps
@@ -88,12 +89,6 @@ export interface Prediction {
 const ERROR_ALPHA = 0.05
 const RLS_FORGETTING = 0.995
 const JOINED_ALPHA = 0.05
-/**
- * How far ν may start from 1, per step of noise. Its feature is a wait of hundreds of ms
- * where κ's is 1: tight, a miss is first taken up by κ and the slope moves only as waits of
- * many sizes accumulate (the forecast's structure is trusted over a few waits).
- */
-const QUEUE_SPREAD = 0.1
 /** Server observations under which a new prefill prior re-seeds the server part's fit. */
 export const RESEED_BELOW = 8
 /** A prior that moved by less than this (relative) is not adopted. */
@@ -101,7 +96,6 @@ const PRIOR_CHANGE = 0.05
 
 export class TtftEstimator {
   private rls: Rls
-  private readonly queueRls: Rls
   private stepPriorMs: number
   private prefillPrior: number
   private serverSamples = 0
@@ -121,8 +115,6 @@ export class TtftEstimator {
     this.stepPriorMs = hints.stepMs
     this.prefillPrior = hints.prefillTokensPerS
     this.rls = serverRls(hints)
-    const step = hints.stepMs
-    this.queueRls = new Rls([0, 1], RLS_FORGETTING, [4, QUEUE_SPREAD / step])
     this.rate = new DispatchRate(clock, hints.prefillTokensPerS)
   }
 
@@ -173,18 +165,6 @@ export class TtftEstimator {
   }
 
   /**
-   * The queue part for a forecast wait (dispatch-forecast.ts) of `waitMs`, as fitted to the
-   * waits that came: early refusal's re-prediction of a request already queued.
-   */
-  queueMsFor(waitMs: number): number {
-    return this.queueMs([1, waitMs])
-  }
-
-  private queueMs(features: readonly number[]): number {
-    return Math.max(0, this.queueRls.predict(features))
-  }
-
-  /**
    * A request's TTFT, from the forecast of its dispatch (dispatch-forecast.ts) over the
    * servers as `view` sees them: `queued` false, it goes at once (its forecast the endpoint
    * it goes to now), else it waits in the queue (the forecast undefined: not within the
@@ -207,8 +187,8 @@ export class TtftEstimator {
       const serverMs = this.serverMs(features)
       return { queueFeatures: undefined, queueMs: 0, serverMs, totalMs: serverMs }
     }
-    const queueFeatures = [1, f?.waitMs ?? at.horizonMs]
-    const queueMs = this.queueMs(queueFeatures)
+    const queueMs = f?.waitMs ?? at.horizonMs
+    const queueFeatures = [1, queueMs]
     // its step: those dispatched with it, and the servers' own queues of other clients' requests
     const serverMs =
       f === undefined
@@ -250,12 +230,6 @@ export class TtftEstimator {
     else this.joinedOnce += JOINED_ALPHA * (tokens - this.joinedOnce)
   }
 
-  /** Learns the queue model from a request that was queued on arrival and has been dispatched. */
-  observeQueue(predicted: Prediction, waitedMs: number): void {
-    if (predicted.queueFeatures !== undefined)
-      this.queueRls.update(predicted.queueFeatures, Math.max(0, waitedMs))
-  }
-
   /** Learns the server part from a streamed request: `features` at dispatch, `serverMs` dispatch to first token. */
   observeServer(features: readonly number[], serverMs: number): void {
     this.rls.update(features, Math.max(0, serverMs))
@@ -272,14 +246,11 @@ export class TtftEstimator {
 
   state(): object {
     const [alpha, beta, gamma, delta] = this.rls.w
-    const [kappa, nu] = this.queueRls.w
     return {
       model:
-        'ttft = (queued ? kappa + nu * forecast_wait_ms : 0) + alpha + beta * (prompt_tokens_in_its_step + own_tokens_to_compute) + gamma * decode_step_ms + delta * ms_left_in_the_step_in_progress',
+        'ttft = (queued ? forecast_wait_ms : 0) + alpha + beta * (prompt_tokens_in_its_step + own_tokens_to_compute) + gamma * decode_step_ms + delta * ms_left_in_the_step_in_progress',
       priors: { stepMs: round(this.stepPriorMs), prefillTokensPerS: Math.round(this.prefillPrior) },
       dispatchTokensPerMs: round(this.dispatchRate(), 3),
-      kappaMs: round(kappa ?? 0),
-      nu: round(nu ?? 0, 3),
       alphaMs: round(alpha ?? 0),
       betaMsPerToken: round(beta ?? 0, 5),
       gammaSteps: round(gamma ?? 0, 3),

@@ -48,6 +48,7 @@ export class Waiting implements Queued {
   tpotJudged = false
   /** The last engine step at its endpoint whose start brought it a token (EndpointGates.tokenFrom). */
   stepSeen = -1
+  stepSeenAt = Number.NEGATIVE_INFINITY
   /** Its place among the requests running at its endpoint (running.ts, src/slot-map.ts). */
   slot = -1
   /** The queues' record of it while it is queued (class-queues.ts). */

@@ -13,6 +13,9 @@ import { StepModel } from '../../../src/admission/step-timeline.js'
 const model = new StepModel({ stepMs: 10, prefillTokensPerS: 40_000 })
 const step = (prefill: number) => model.ms(prefill, 0, 0)
 
+const none = { tokens: 0, requests: 0 }
+const requests = (n: number, each: number) => ({ tokens: n * each, requests: n })
+
 function endpoint(over: Partial<EndpointNow> = {}): EndpointNow {
   return {
     residualMs: 0,
@@ -24,6 +27,8 @@ function endpoint(over: Partial<EndpointNow> = {}): EndpointNow {
     budgetTokens: 8000,
     guard: undefined,
     openNow: true,
+    slots: 256,
+    slotEnds: [],
     model,
     ...over,
   }
@@ -31,7 +36,7 @@ function endpoint(over: Partial<EndpointNow> = {}): EndpointNow {
 
 describe('forecastDispatch', () => {
   it('goes now when every gate is open, behind the step in progress', () => {
-    const f = forecastDispatch([endpoint({ residualMs: 7, nextTokens: 500 })], 0, 1000, 0, 1000)
+    const f = forecastDispatch([endpoint({ residualMs: 7, nextTokens: 500 })], none, 1000, 0, 1000)
     expect(f?.waitMs).toBe(0)
     expect(f?.residualMs).toBe(7)
     expect(f?.withTokens).toBe(500) // the prompts sent since that step began share its step
@@ -40,7 +45,7 @@ describe('forecastDispatch', () => {
   it('waits for the step prefilling a full budget to end', () => {
     const f = forecastDispatch(
       [endpoint({ residualMs: 120, stepMs: 210, inStepTokens: 8000, openNow: false })],
-      0,
+      none,
       1000,
       0,
       1000,
@@ -53,7 +58,7 @@ describe('forecastDispatch', () => {
   it('waits a step more when the budget is full with prompts that the step in progress did not take', () => {
     const f = forecastDispatch(
       [endpoint({ residualMs: 5, inStepTokens: 0, nextTokens: 8000, openNow: false })],
-      0,
+      none,
       1000,
       0,
       1000,
@@ -63,8 +68,8 @@ describe('forecastDispatch', () => {
 
   it('drains the queue ahead a budget at a time', () => {
     const eps = [endpoint({ residualMs: 3, inStepTokens: 8000, openNow: false })]
-    const first = forecastDispatch(eps, 6000, 1000, 0, 5000) // ahead and own fit one budget
-    const second = forecastDispatch(eps, 12_000, 1000, 0, 5000) // the next budget
+    const first = forecastDispatch(eps, requests(3, 2000), 1000, 0, 5000) // ahead and own fit one budget
+    const second = forecastDispatch(eps, requests(6, 2000), 1000, 0, 5000) // the next budget
     expect(first?.waitMs).toBe(3)
     expect(first?.withTokens).toBe(6000)
     // the first burst (8,000 of the 12,000) prefills in the step after the next: then room
@@ -74,11 +79,11 @@ describe('forecastDispatch', () => {
 
   it('adds those expected to arrive behind it while it waits, as far as the budget has room', () => {
     const eps = [endpoint({ residualMs: 100, stepMs: 150, inStepTokens: 5000, openNow: false })]
-    const f = forecastDispatch(eps, 1000, 1000, 10, 1000) // 10 tokens/ms arriving
+    const f = forecastDispatch(eps, requests(1, 1000), 1000, 10, 1000) // 10 tokens/ms arriving
     expect(f?.waitMs).toBe(100)
     // 10 tokens/ms over its 100 ms wait and the 10 ms step then in progress
     expect(f?.withTokens).toBeCloseTo(1000 + 10 * (100 + step(0)), 5)
-    const full = forecastDispatch(eps, 1000, 1000, 1000, 1000)
+    const full = forecastDispatch(eps, requests(1, 1000), 1000, 1000, 1000)
     expect(full?.withTokens).toBe(1000 + 6000) // no more than the budget's room after it
   })
 
@@ -89,7 +94,7 @@ describe('forecastDispatch', () => {
     const closed = { windowMs: 200, ageMs: 150, sumMs: 60 * 100, gaps: 100, limitMs: 40, open: false }
     const f = forecastDispatch(
       [endpoint({ residualMs: 4, decodes: 10, guard: closed, openNow: false })],
-      0,
+      none,
       500,
       0,
       2000,
@@ -101,7 +106,7 @@ describe('forecastDispatch', () => {
     const within = { ...closed, limitMs: 45 }
     const g = forecastDispatch(
       [endpoint({ residualMs: 4, decodes: 10, guard: within, openNow: false })],
-      0,
+      none,
       500,
       0,
       2000,
@@ -116,19 +121,41 @@ describe('forecastDispatch', () => {
     const eps = [
       endpoint({ residualMs: 50, stepMs: 200, inStepTokens: 7600, decodes: 40, guard, openNow: false }),
     ]
-    const f = forecastDispatch(eps, 0, 500, 0, 2000)
+    const f = forecastDispatch(eps, none, 500, 0, 2000)
     // at the step's end the window closes with one 200 ms gap: (6,000 + 200) / 401 < 40, open
     expect(f?.waitMs).toBe(50)
+  })
+
+  it('sends whole requests: a head that does not fit the room left waits for the step to end', () => {
+    // 7,000 tokens pending in a step that ends in 40 ms; 1,000 of room; two requests of
+    // 1,500 ahead: neither fits, nothing goes now (a fluid of tokens would send 1,000 now
+    // and put a step of them before this request)
+    const eps = [endpoint({ residualMs: 40, stepMs: 190, inStepTokens: 7000, openNow: false })]
+    const f = forecastDispatch(eps, requests(2, 1500), 300, 0, 2000)
+    expect(f?.waitMs).toBe(40)
+    expect(f?.withTokens).toBe(3000)
+  })
+
+  it("waits for a batch slot when the engine's batch is full: the first running stream to end frees it", () => {
+    // max_num_seqs reached; the running streams have 30, 80 and 200 tokens to go
+    const full = endpoint({ residualMs: 5, decodes: 3, openNow: false, slots: 0, slotEnds: [30, 80, 200] })
+    const f = forecastDispatch([full], none, 500, 0, 5000)
+    // 1 step in progress (5 ms) then 29 decode steps (their context grows a token a step):
+    // the 30th step's end frees a slot
+    expect(Math.abs(f!.waitMs - (5 + 29 * model.ms(0, 3, 0)))).toBeLessThan(1)
+    // two requests queued ahead take the first two slots: it goes when the third frees
+    const behind = forecastDispatch([full], requests(2, 300), 500, 0, 5000)
+    expect(behind?.waitMs).toBeGreaterThan(5 + 198 * model.ms(0, 3, 0))
   })
 
   it('takes the endpoint that has room first', () => {
     const busy = endpoint({ residualMs: 200, stepMs: 210, inStepTokens: 8000, openNow: false })
     const free = endpoint({ residualMs: 8, inStepTokens: 8000, openNow: false })
-    expect(forecastDispatch([busy, free], 0, 1000, 0, 1000)?.waitMs).toBe(8)
+    expect(forecastDispatch([busy, free], none, 1000, 0, 1000)?.waitMs).toBe(8)
   })
 
   it('says nothing past its horizon', () => {
     const eps = [endpoint({ residualMs: 100, stepMs: 210, inStepTokens: 8000, openNow: false })]
-    expect(forecastDispatch(eps, 80_000, 1000, 0, 500)).toBeUndefined()
+    expect(forecastDispatch(eps, requests(40, 2000), 1000, 0, 500)).toBeUndefined()
   })
 })

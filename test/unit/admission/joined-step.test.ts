@@ -39,9 +39,9 @@ describe('EndpointGates.tokenFrom and stepBegan', () => {
       value: 20_000,
       source: 'default_prior',
     })
-    const a = { stepSeen: -1 }
-    const b = { stepSeen: -1 }
-    const c = { stepSeen: -1 }
+    const a = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
+    const b = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
+    const c = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     expect(gates.stepBegan('e', 1_000)).toBeUndefined()
     // three streams' first tokens: they decode there from now on
     for (const s of [a, b, c]) {

@@ -72,7 +72,7 @@ describe('EndpointGates.phase', () => {
 
   it('takes the prompts sent before the step began as in it, and prices its time left by the step model', () => {
     const { gates, clock, view } = setup()
-    const stream = { stepSeen: -1 }
+    const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     gates.tokenFrom(view.name, stream, clock.now()) // a stream decoding there (its first token ends a step)
     gates.firstToken(view.name, clock.now(), 100, 100)
     clock.advance(2)
@@ -102,7 +102,7 @@ describe('EndpointGates.phase', () => {
 
   it('counts nothing in progress on an endpoint with nothing decoding or pending', () => {
     const { gates, clock, view } = setup()
-    const stream = { stepSeen: -1 }
+    const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     gates.tokenFrom(view.name, stream, clock.now())
     expect(gates.phase(view.name).residualMs).toBe(0)
   })

@@ -42,7 +42,7 @@ describe('EngineTimeline', () => {
   it('says when the step in progress ends, and 0 once it is due or the engine idles', () => {
     const ledger = new PrefillLedger()
     const tl = new EngineTimeline(priors, ledger, 'e')
-    const stream = { stepSeen: -1 }
+    const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     tl.tokenFrom(stream, 900)
     tl.firstToken(900, 100, 100) // a stream decodes there
     ledger.add('e', 4000, 0, undefined, 950)
@@ -53,13 +53,17 @@ describe('EngineTimeline', () => {
     expect(tl.phase(1000 + 30).residualMs).toBeCloseTo(len - 30, 6)
     expect(tl.phase(1000 + len + 5).residualMs).toBe(0)
     const idle = new EngineTimeline(priors, new PrefillLedger(), 'e')
-    idle.tokenFrom({ stepSeen: -1 }, 1000)
+    idle.tokenFrom({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }, 1000)
     expect(idle.phase(1005).residualMs).toBe(0) // nothing decoding or pending: nothing in progress
   })
 
   it('tells one step from the next by the streams, however spread their tokens arrive', () => {
     const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
-    const streams = [{ stepSeen: -1 }, { stepSeen: -1 }, { stepSeen: -1 }]
+    const streams = [
+      { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY },
+      { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY },
+      { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY },
+    ]
     for (const s of streams) {
       tl.tokenFrom(s, 1000)
       tl.firstToken(1000, 100, 100)
@@ -72,11 +76,37 @@ describe('EngineTimeline', () => {
     expect(tl.stepBegan(1040)).toBe(1020)
   })
 
+  it('learns nothing from a step whose tokens it read two at a time (it fell behind)', () => {
+    const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
+    const streams = Array.from({ length: 20 }, () => ({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }))
+    for (const s of streams) {
+      tl.tokenFrom(s, 0)
+      tl.firstToken(0, 1000, 1000)
+    }
+    let t = 0
+    const step = () => {
+      t += 20
+      streams.forEach((s, i) => tl.tokenFrom(s, t + i * 0.05))
+    }
+    for (let i = 0; i < 100; i++) step()
+    const before = tl.nextStepMs(0)
+    expect(before).toBeGreaterThan(18)
+    // the gateway stalls for a step: each stream's two tokens are read back to back
+    t += 40
+    streams.forEach((s, i) => {
+      tl.tokenFrom(s, t + i * 0.1)
+      tl.tokenFrom(s, t + i * 0.1 + 0.02)
+    })
+    for (let i = 0; i < 5; i++) step()
+    // no step of 0.02 ms was learned: the model still says ~20 ms
+    expect(tl.nextStepMs(0)).toBeGreaterThan(18)
+  })
+
   it('counts a stream whose first token began the step as decoding in it, its prompt no longer prefilled', () => {
     const ledger = new PrefillLedger()
     const tl = new EngineTimeline(priors, ledger, 'e')
     const done = ledger.add('e', 2000, 0, undefined, 990)
-    tl.tokenFrom({ stepSeen: -1 }, 1000) // a step began at 1,000, prefilling the 2,000
+    tl.tokenFrom({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }, 1000) // a step began at 1,000, prefilling the 2,000
     const withPrompt = tl.stepMs()
     done() // its first token ...
     tl.firstToken(1000, 2000, 2000) // ... came with those that began the step
@@ -89,7 +119,7 @@ describe('EngineTimeline', () => {
 
   it('learns from the steps it sees end, not from a gap in which the engine idled', () => {
     const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
-    const stream = { stepSeen: -1 }
+    const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     tl.tokenFrom(stream, 0)
     tl.firstToken(0, 1000, 1000)
     let t = 0

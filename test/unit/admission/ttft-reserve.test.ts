@@ -127,7 +127,7 @@ describe('a pool keeps the reserve', () => {
     for (const headroom of [0.3, 0]) {
       const { pa, clock, place } = setup(0, { decode_headroom_below: headroom })
       const endpoint = { name: 'main-0' } as Endpoint
-      const stream = { stepSeen: -1 }
+      const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
       // streams at 40 ms a token: interactive's limit is 50 x 0.9 = 45, batch's 31.5 with the headroom
       const decode = (ms: number) => {
         for (let t = 0; t < ms; t += 40) {
