@@ -99,7 +99,8 @@ interface Sim {
  * The forecast for a request of `ownTokens` with `queuedAhead` queued ahead of it, dispatched
  * where the endpoints `eps` allow, looking at most `horizonMs` ahead (undefined: not
  * dispatched by then). `arrivingPerMs`: prompt tokens of its class arriving per ms, queued
- * behind it while it waits: those dispatched with it, while the budget has room.
+ * behind it while it waits: those dispatched with it, while the budget has room. `goesTo`:
+ * the endpoint (index in `eps`) the picker would send it to now, were it to go now.
  */
 export function forecastDispatch(
   eps: readonly EndpointNow[],
@@ -107,6 +108,7 @@ export function forecastDispatch(
   ownTokens: number,
   arrivingPerMs: number,
   horizonMs: number,
+  goesTo?: number,
 ): DispatchForecast | undefined {
   if (eps.length === 0) return undefined
   const sims: Sim[] = eps.map((e) => ({
@@ -130,8 +132,13 @@ export function forecastDispatch(
   // the dispatcher sends whole requests, in order: the queue drains a request (of the mean
   // size queued ahead) at a time, and one that does not fit waits for room (as its head does)
   const unit = queuedAhead.requests > 0 ? queuedAhead.tokens / queuedAhead.requests : 0
-  // now first: a gate may be open already (the dispatcher runs next); of the endpoints
-  // open now, the one where its first token comes first
+  // now first: a gate may be open already (the dispatcher runs next): the endpoint the picker
+  // chooses, else, of those open now, the one where its first token comes first
+  const picked = goesTo === undefined ? undefined : sims[goesTo]
+  if (picked?.e.openNow === true) {
+    const f = offer(picked, picked.end)
+    if (f !== undefined) return f
+  }
   let best: DispatchForecast | undefined
   let bestMs = Number.POSITIVE_INFINITY
   for (const s of sims) {

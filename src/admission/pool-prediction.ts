@@ -134,9 +134,17 @@ export class PoolPredictor {
             session,
           )
     const compute = promptTokens - (hit?.expected ?? 0)
+    // going at once, it goes where the picker sends it among the endpoints open to it
+    let goesTo: number | undefined
+    if (queued === undefined && views.length > 1) {
+      const request = blocks === undefined ? undefined : { blocks, promptTokens, session }
+      const chosen = this.pool.pickView?.(views.filter(open), kvTokens, request)
+      goesTo = chosen === undefined ? undefined : views.indexOf(chosen)
+    }
+    const queuedAhead = { tokens: queued ?? 0, requests: requestsAhead }
     const prediction = this.estimator.predict(
       view,
-      this.forecast(className, views, { tokens: queued ?? 0, requests: requestsAhead }, compute, open),
+      this.forecast(className, views, queuedAhead, compute, open, goesTo),
       compute,
       queued !== undefined,
     )
@@ -154,7 +162,8 @@ export class PoolPredictor {
   /**
    * When a request of `className` with `ahead` queued ahead of it and `computeTokens`
    * to compute is forecast to be dispatched (dispatch-forecast.ts), within twice its class's
-   * TTFT objective (a second for a class without one).
+   * TTFT objective (a second for a class without one); `goesTo`: the endpoint (index in
+   * `views`) the picker would send it to now.
    */
   forecast(
     className: string,
@@ -162,6 +171,7 @@ export class PoolPredictor {
     ahead: Ahead,
     computeTokens: number,
     open: (v: EndpointView) => boolean,
+    goesTo?: number,
   ): QueuedAt {
     const slo = this.ttft.get(className)?.sloMs
     const horizonMs = slo === undefined ? HORIZON_MS : 2 * slo
@@ -169,7 +179,7 @@ export class PoolPredictor {
       this.running.remainingTokens(e),
     )
     const arriving = this.arrivals.tokensPerMs(className)
-    return { forecast: forecastDispatch(eps, ahead, computeTokens, arriving, horizonMs), horizonMs }
+    return { forecast: forecastDispatch(eps, ahead, computeTokens, arriving, horizonMs, goesTo), horizonMs }
   }
 
   /**

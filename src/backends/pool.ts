@@ -119,6 +119,10 @@ export class EndpointPool implements BackendPool {
     return views[picker.peek(views, tokens, request)]
   }
 
+  pickView(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined {
+    return views[this.deps.picker.peek(views, tokens, request)]
+  }
+
   views(): EndpointView[] {
     return usableViews(this.active)
   }

@@ -197,6 +197,11 @@ export interface BackendPool {
    * admission to predict by the endpoint the request will go to.
    */
   choose?(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined
+  /**
+   * The view the picker would choose among `views` now, whatever its scorer (no lease, no
+   * side effect): where a request that goes at once goes, for admission's prediction.
+   */
+  pickView?(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined
   /** Views of the endpoints usable now (fresh or fail-open, not ejected), for admission. */
   views(): EndpointView[]
   /** Milliseconds until an endpoint may be usable again (for Retry-After), when none is. */

@@ -27,6 +27,10 @@ export class VirtualPool implements BackendPool {
     return this.picker.acquire(this.replicas, tokens, accept)
   }
 
+  pickView(views: readonly EndpointView[], tokens: number): EndpointView | undefined {
+    return views[this.picker.peek(views, tokens)]
+  }
+
   views(): EndpointView[] {
     return usableViews(this.replicas)
   }

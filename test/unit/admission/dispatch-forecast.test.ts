@@ -148,6 +148,13 @@ describe('forecastDispatch', () => {
     expect(behind?.waitMs).toBeGreaterThan(5 + 198 * model.ms(0, 3, 0))
   })
 
+  it('going at once, goes where the picker sends it, not where its first token would come first', () => {
+    const soon = endpoint({ residualMs: 5 })
+    const late = endpoint({ residualMs: 60, stepMs: 80, inStepTokens: 2800 })
+    expect(forecastDispatch([soon, late], none, 500, 0, 1000)?.residualMs).toBe(5)
+    expect(forecastDispatch([soon, late], none, 500, 0, 1000, 1)?.residualMs).toBe(60)
+  })
+
   it('takes the endpoint that has room first', () => {
     const busy = endpoint({ residualMs: 200, stepMs: 210, inStepTokens: 8000, openNow: false })
     const free = endpoint({ residualMs: 8, inStepTokens: 8000, openNow: false })
