@@ -33,6 +33,7 @@
  */
 import type { GuardWindow } from './decode-guard.js'
 import type { Ahead } from './early-refusal.js'
+import type { RunningEnd } from './running.js'
 import type { StepModel } from './step-timeline.js'
 
 /** One endpoint as the forecast starts from it. */
@@ -55,11 +56,13 @@ export interface EndpointNow {
   readonly openNow: boolean
   /** Batch slots free there now (the engine's max_num_seqs less the requests in flight). */
   readonly slots: number
+  /** KV tokens free there under the class's KV limit now (Infinity: not known). */
+  readonly kvFree: number
   /**
-   * The output tokens each request running there is still expected to stream, ascending:
-   * after that many steps its slot frees (empty: the slots are not expected to run out).
+   * When the requests running there end, soonest first (after how many steps, and the KV
+   * they free with their slot); empty: neither slots nor KV room is expected to run out.
    */
-  readonly slotEnds: readonly number[]
+  readonly ends: readonly RunningEnd[]
   readonly model: StepModel
 }
 
@@ -88,15 +91,16 @@ interface Sim {
   wSum: number
   wGaps: number
   open: boolean
-  /** Slots free, steps played, and how many of `slotEnds` have freed theirs. */
+  /** Slots and KV room free, steps played, and how many of `ends` have freed theirs. */
   slots: number
+  kvFree: number
   steps: number
   ended: number
   readonly e: EndpointNow
 }
 
 /**
- * The forecast for a request of `ownTokens` with `queuedAhead` queued ahead of it, dispatched
+ * The forecast for a request of `ownTokens` to compute (and `ownKv` of KV to reserve) with `queuedAhead` queued ahead of it, dispatched
  * where the endpoints `eps` allow, looking at most `horizonMs` ahead (undefined: not
  * dispatched by then). `arrivingPerMs`: prompt tokens of its class arriving per ms, queued
  * behind it while it waits: those dispatched with it, while the budget has room. `goesTo`:
@@ -106,6 +110,7 @@ export function forecastDispatch(
   eps: readonly EndpointNow[],
   queuedAhead: Ahead,
   ownTokens: number,
+  ownKv: number,
   arrivingPerMs: number,
   horizonMs: number,
   goesTo?: number,
@@ -124,6 +129,7 @@ export function forecastDispatch(
     wGaps: e.guard?.gaps ?? 0,
     open: e.guard?.open ?? true,
     slots: e.slots,
+    kvFree: e.kvFree,
     steps: 0,
     ended: 0,
     e,
@@ -132,6 +138,8 @@ export function forecastDispatch(
   // the dispatcher sends whole requests, in order: the queue drains a request (of the mean
   // size queued ahead) at a time, and one that does not fit waits for room (as its head does)
   const unit = queuedAhead.requests > 0 ? queuedAhead.tokens / queuedAhead.requests : 0
+  // a request ahead reserves KV in the proportion this one does to the tokens it computes
+  const unitKv = unit * (ownKv / Math.max(1, ownTokens))
   // now first: a gate may be open already (the dispatcher runs next): the endpoint the picker
   // chooses, else, of those open now, the one where its first token comes first
   const picked = goesTo === undefined ? undefined : sims[goesTo]
@@ -167,14 +175,14 @@ export function forecastDispatch(
 
   /** The dispatcher at `s` now (`residual`: ms left in the step that began or runs there). */
   function offer(s: Sim, residual: number): DispatchForecast | undefined {
-    if (!s.open || s.slots < 1) return undefined
+    if (!s.open || s.slots < 1 || s.kvFree < unitKv) return undefined
     const pending = s.cur + s.next
     // an endpoint with nothing pending takes the head whatever its size
     const room =
       pending <= 0 ? Math.max(s.e.budgetTokens, ahead > 0 ? 0 : ownTokens) : s.e.budgetTokens - pending
     if (room <= 0) return undefined
     const aheadRequests = unit > 0 ? Math.round(ahead / unit) : 0
-    if (ahead + ownTokens <= room && aheadRequests < s.slots) {
+    if (ahead + ownTokens <= room && aheadRequests < s.slots && aheadRequests * unitKv + ownKv <= s.kvFree) {
       // those arriving until its step begins go with it (behind it in the queue, or at once)
       const joined = Math.min(
         arrivingPerMs * (s.t + Math.max(0, residual)),
@@ -187,12 +195,19 @@ export function forecastDispatch(
         decodeStepMs: stepMs(s, 0),
       }
     }
-    const fits = unit > 0 ? Math.min(Math.floor(room / unit), s.slots) : Number.POSITIVE_INFINITY
+    const fits =
+      unit > 0
+        ? Math.min(Math.floor(room / unit), s.slots, Math.floor(s.kvFree / unitKv))
+        : Number.POSITIVE_INFINITY
     const whole = unit > 0 ? fits * unit : room
     const take = Math.min(ahead, pending <= 0 && fits > 0 ? Math.max(unit, whole) : whole)
     ahead -= take
     s.next += take
-    if (unit > 0) s.slots -= Math.round(take / unit)
+    if (unit > 0) {
+      const n = Math.round(take / unit)
+      s.slots -= n
+      s.kvFree -= n * unitKv
+    }
     return undefined
   }
 }
@@ -208,8 +223,9 @@ function stepEnds(s: Sim): void {
   s.t = s.end
   // each stream there got a token: those with none left free their slots
   s.steps++
-  const ends = s.e.slotEnds
-  while (s.ended < ends.length && ends[s.ended]! <= s.steps) {
+  const ends = s.e.ends
+  while (s.ended < ends.length && ends[s.ended]!.steps <= s.steps) {
+    s.kvFree += ends[s.ended]!.kvTokens
     s.ended++
     s.slots++
   }

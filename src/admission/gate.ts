@@ -15,6 +15,7 @@ import { DecodeGuard, type ItlWindow } from './decode-guard.js'
 import type { EndpointNow } from './dispatch-forecast.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
 import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
+import type { RunningEnd } from './running.js'
 import { EngineTimeline, type Phase, type StepMark, type StepPriors } from './step-timeline.js'
 import type { ServerView } from './ttft-estimator.js'
 
@@ -59,7 +60,7 @@ export type ComputeAt = (v: EndpointView) => number
 
 export type { Phase, StepMark }
 
-const NO_ENDS: readonly number[] = []
+const NO_ENDS: readonly RunningEnd[] = []
 
 /**
  * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
@@ -259,13 +260,19 @@ export class EndpointGates {
     className: string,
     views: readonly EndpointView[],
     open: (v: EndpointView) => boolean,
-    slotsBind: number,
-    remainingTokens: (endpoint: string) => number[],
+    needs: { readonly requests: number; readonly kvTokens: number },
+    ends: (endpoint: string) => readonly RunningEnd[],
   ): EndpointNow[] {
     const limits = this.limits.get(className) as GateLimits
     const share = this.share(className, limits, false)
     return views.map((v) => {
-      const slots = Math.max(0, (v.capacity.maxNumSeqs ?? limits.maxInflight) - v.effective.inflightRequests)
+      const eff = v.effective
+      const slots = Math.max(0, (v.capacity.maxNumSeqs ?? limits.maxInflight) - eff.inflightRequests)
+      const cap = eff.kvCapacityTokens
+      const kvFree =
+        eff.kvUsage === undefined || cap === undefined || cap <= 0
+          ? Number.POSITIVE_INFINITY
+          : Math.max(0, (limits.maxKvUsage - eff.kvUsage) * cap)
       const tl = this.timeline(v.name)
       const phase = this.phase(v.name)
       return {
@@ -279,8 +286,9 @@ export class EndpointGates {
         guard: this.guard.window(className, v.name),
         openNow: open(v),
         slots,
-        // when a slot frees matters only where the free ones may run out
-        slotEnds: slots <= slotsBind ? remainingTokens(v.name) : NO_ENDS,
+        kvFree,
+        // when the running requests end matters only where slots or KV room may run out
+        ends: slots <= needs.requests || kvFree < needs.kvTokens ? ends(v.name) : NO_ENDS,
         model: tl.model,
       }
     })

@@ -22,7 +22,7 @@ import type { Waiting } from './waiting.js'
 const PROMPT_ALPHA = 0.05
 /** How far a forecast looks for a class without a TTFT objective, ms. */
 const HORIZON_MS = 1000
-/** Batch slots beyond the requests queued ahead under which a forecast plays when they free. */
+/** Batch slots (and their KV) beyond the requests queued ahead under which a forecast plays when they free. */
 const SLOT_MARGIN = 16
 /** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
 const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0, prefillShare: 1 }
@@ -144,7 +144,7 @@ export class PoolPredictor {
     const queuedAhead = { tokens: queued ?? 0, requests: requestsAhead }
     const prediction = this.estimator.predict(
       view,
-      this.forecast(className, views, queuedAhead, compute, open, goesTo),
+      this.forecast(className, views, queuedAhead, compute, kvTokens, open, goesTo),
       compute,
       queued !== undefined,
     )
@@ -170,16 +170,22 @@ export class PoolPredictor {
     views: readonly EndpointView[],
     ahead: Ahead,
     computeTokens: number,
+    kvTokens: number,
     open: (v: EndpointView) => boolean,
     goesTo?: number,
   ): QueuedAt {
     const slo = this.ttft.get(className)?.sloMs
     const horizonMs = slo === undefined ? HORIZON_MS : 2 * slo
-    const eps = this.gates.endpointsNow(className, views, open, ahead.requests + SLOT_MARGIN, (e) =>
-      this.running.remainingTokens(e),
-    )
+    const needs = {
+      requests: ahead.requests + SLOT_MARGIN,
+      kvTokens: (ahead.requests + SLOT_MARGIN) * kvTokens,
+    }
+    const eps = this.gates.endpointsNow(className, views, open, needs, (e) => this.running.ends(e))
     const arriving = this.arrivals.tokensPerMs(className)
-    return { forecast: forecastDispatch(eps, ahead, computeTokens, arriving, horizonMs, goesTo), horizonMs }
+    return {
+      forecast: forecastDispatch(eps, ahead, computeTokens, kvTokens, arriving, horizonMs, goesTo),
+      horizonMs,
+    }
   }
 
   /**
@@ -243,7 +249,7 @@ export class PoolPredictor {
     const queueWaitMs = (name: string, w: Waiting, ahead: Ahead) => {
       const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
       const open = this.gates.open(name, w.kvTokens, w.promptTokens, false, computeAt)
-      const q = this.forecast(name, views, ahead, w.computeTokens ?? w.promptTokens, open)
+      const q = this.forecast(name, views, ahead, w.computeTokens ?? w.promptTokens, w.kvTokens, open)
       return q.forecast?.waitMs ?? q.horizonMs
     }
     let n = 0

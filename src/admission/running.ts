@@ -6,6 +6,12 @@
 import { SlotMap } from '../slot-map.js'
 import type { Waiting } from './waiting.js'
 
+/** A running request's expected end (RunningRequests.ends). */
+export interface RunningEnd {
+  readonly steps: number
+  readonly kvTokens: number
+}
+
 export class RunningRequests {
   /** Not Sets: see slot-map.ts. */
   private readonly byEndpoint = new Map<string, SlotMap<Waiting, Waiting>>()
@@ -24,16 +30,17 @@ export class RunningRequests {
   }
 
   /**
-   * The output tokens each request running at `endpoint` is still expected to stream, in
-   * ascending order: after that many more engine steps, its batch slot frees.
+   * When each request running at `endpoint` is expected to end, soonest first: the output
+   * tokens it is still expected to stream (after that many more engine steps its batch slot
+   * frees), and the KV tokens it reserved, which free with it.
    */
-  remainingTokens(endpoint: string): number[] {
-    const out: number[] = []
+  ends(endpoint: string): RunningEnd[] {
+    const out: RunningEnd[] = []
     for (const w of this.byEndpoint.get(endpoint) ?? []) {
       const t = w.ticket
-      out.push(Math.max(1, t.expectedOutputTokens - t.contentChunks))
+      out.push({ steps: Math.max(1, t.expectedOutputTokens - t.contentChunks), kvTokens: w.kvTokens })
     }
-    return out.sort((a, b) => a - b)
+    return out.sort((a, b) => a.steps - b.steps)
   }
 
   /**

@@ -14,6 +14,15 @@ const model = new StepModel({ stepMs: 10, prefillTokensPerS: 40_000 })
 const step = (prefill: number) => model.ms(prefill, 0, 0)
 
 const none = { tokens: 0, requests: 0 }
+/** A request whose KV need is what it computes (no output to speak of). */
+const fc = (
+  eps: readonly EndpointNow[],
+  ahead: { tokens: number; requests: number },
+  own: number,
+  arriving: number,
+  horizon: number,
+  goesTo?: number,
+) => forecastDispatch(eps, ahead, own, own, arriving, horizon, goesTo)
 const requests = (n: number, each: number) => ({ tokens: n * each, requests: n })
 
 function endpoint(over: Partial<EndpointNow> = {}): EndpointNow {
@@ -28,7 +37,8 @@ function endpoint(over: Partial<EndpointNow> = {}): EndpointNow {
     guard: undefined,
     openNow: true,
     slots: 256,
-    slotEnds: [],
+    kvFree: Number.POSITIVE_INFINITY,
+    ends: [],
     model,
     ...over,
   }
@@ -36,14 +46,14 @@ function endpoint(over: Partial<EndpointNow> = {}): EndpointNow {
 
 describe('forecastDispatch', () => {
   it('goes now when every gate is open, behind the step in progress', () => {
-    const f = forecastDispatch([endpoint({ residualMs: 7, nextTokens: 500 })], none, 1000, 0, 1000)
+    const f = fc([endpoint({ residualMs: 7, nextTokens: 500 })], none, 1000, 0, 1000)
     expect(f?.waitMs).toBe(0)
     expect(f?.residualMs).toBe(7)
     expect(f?.withTokens).toBe(500) // the prompts sent since that step began share its step
   })
 
   it('waits for the step prefilling a full budget to end', () => {
-    const f = forecastDispatch(
+    const f = fc(
       [endpoint({ residualMs: 120, stepMs: 210, inStepTokens: 8000, openNow: false })],
       none,
       1000,
@@ -56,7 +66,7 @@ describe('forecastDispatch', () => {
   })
 
   it('waits a step more when the budget is full with prompts that the step in progress did not take', () => {
-    const f = forecastDispatch(
+    const f = fc(
       [endpoint({ residualMs: 5, inStepTokens: 0, nextTokens: 8000, openNow: false })],
       none,
       1000,
@@ -68,8 +78,8 @@ describe('forecastDispatch', () => {
 
   it('drains the queue ahead a budget at a time', () => {
     const eps = [endpoint({ residualMs: 3, inStepTokens: 8000, openNow: false })]
-    const first = forecastDispatch(eps, requests(3, 2000), 1000, 0, 5000) // ahead and own fit one budget
-    const second = forecastDispatch(eps, requests(6, 2000), 1000, 0, 5000) // the next budget
+    const first = fc(eps, requests(3, 2000), 1000, 0, 5000) // ahead and own fit one budget
+    const second = fc(eps, requests(6, 2000), 1000, 0, 5000) // the next budget
     expect(first?.waitMs).toBe(3)
     expect(first?.withTokens).toBe(6000)
     // the first burst (8,000 of the 12,000) prefills in the step after the next: then room
@@ -79,11 +89,11 @@ describe('forecastDispatch', () => {
 
   it('adds those expected to arrive behind it while it waits, as far as the budget has room', () => {
     const eps = [endpoint({ residualMs: 100, stepMs: 150, inStepTokens: 5000, openNow: false })]
-    const f = forecastDispatch(eps, requests(1, 1000), 1000, 10, 1000) // 10 tokens/ms arriving
+    const f = fc(eps, requests(1, 1000), 1000, 10, 1000) // 10 tokens/ms arriving
     expect(f?.waitMs).toBe(100)
     // 10 tokens/ms over its 100 ms wait and the 10 ms step then in progress
     expect(f?.withTokens).toBeCloseTo(1000 + 10 * (100 + step(0)), 5)
-    const full = forecastDispatch(eps, requests(1, 1000), 1000, 1000, 1000)
+    const full = fc(eps, requests(1, 1000), 1000, 1000, 1000)
     expect(full?.withTokens).toBe(1000 + 6000) // no more than the budget's room after it
   })
 
@@ -92,7 +102,7 @@ describe('forecastDispatch', () => {
     // mean: at its close, ~50 ms from now, 50 gaps of 10 ms more make it ~43 ms, over a
     // 40 ms limit; the next window holds 10 ms gaps only: open at its close, 200 ms later
     const closed = { windowMs: 200, ageMs: 150, sumMs: 60 * 100, gaps: 100, limitMs: 40, open: false }
-    const f = forecastDispatch(
+    const f = fc(
       [endpoint({ residualMs: 4, decodes: 10, guard: closed, openNow: false })],
       none,
       500,
@@ -104,7 +114,7 @@ describe('forecastDispatch', () => {
     expect(f!.waitMs).toBeLessThan(265)
     // within a 45 ms limit, it opens at the first close
     const within = { ...closed, limitMs: 45 }
-    const g = forecastDispatch(
+    const g = fc(
       [endpoint({ residualMs: 4, decodes: 10, guard: within, openNow: false })],
       none,
       500,
@@ -121,7 +131,7 @@ describe('forecastDispatch', () => {
     const eps = [
       endpoint({ residualMs: 50, stepMs: 200, inStepTokens: 7600, decodes: 40, guard, openNow: false }),
     ]
-    const f = forecastDispatch(eps, none, 500, 0, 2000)
+    const f = fc(eps, none, 500, 0, 2000)
     // at the step's end the window closes with one 200 ms gap: (6,000 + 200) / 401 < 40, open
     expect(f?.waitMs).toBe(50)
   })
@@ -131,38 +141,56 @@ describe('forecastDispatch', () => {
     // 1,500 ahead: neither fits, nothing goes now (a fluid of tokens would send 1,000 now
     // and put a step of them before this request)
     const eps = [endpoint({ residualMs: 40, stepMs: 190, inStepTokens: 7000, openNow: false })]
-    const f = forecastDispatch(eps, requests(2, 1500), 300, 0, 2000)
+    const f = fc(eps, requests(2, 1500), 300, 0, 2000)
     expect(f?.waitMs).toBe(40)
     expect(f?.withTokens).toBe(3000)
   })
 
   it("waits for a batch slot when the engine's batch is full: the first running stream to end frees it", () => {
     // max_num_seqs reached; the running streams have 30, 80 and 200 tokens to go
-    const full = endpoint({ residualMs: 5, decodes: 3, openNow: false, slots: 0, slotEnds: [30, 80, 200] })
-    const f = forecastDispatch([full], none, 500, 0, 5000)
+    const full = endpoint({
+      residualMs: 5,
+      decodes: 3,
+      openNow: false,
+      slots: 0,
+      ends: [30, 80, 200].map((steps) => ({ steps, kvTokens: 100 })),
+    })
+    const f = fc([full], none, 500, 0, 5000)
     // 1 step in progress (5 ms) then 29 decode steps (their context grows a token a step):
     // the 30th step's end frees a slot
     expect(Math.abs(f!.waitMs - (5 + 29 * model.ms(0, 3, 0)))).toBeLessThan(1)
     // two requests queued ahead take the first two slots: it goes when the third frees
-    const behind = forecastDispatch([full], requests(2, 300), 500, 0, 5000)
+    const behind = fc([full], requests(2, 300), 500, 0, 5000)
     expect(behind?.waitMs).toBeGreaterThan(5 + 198 * model.ms(0, 3, 0))
+  })
+
+  it("waits for KV room under the class's limit: the running requests that end free theirs", () => {
+    // 600 tokens of KV free; the request needs 1,000; the running ones end after 10 and 40
+    // steps, freeing 300 and 2,000
+    const tight = endpoint({ residualMs: 5, decodes: 2, openNow: false, kvFree: 600 })
+    const ends = [
+      { steps: 10, kvTokens: 300 },
+      { steps: 40, kvTokens: 2000 },
+    ]
+    const f = forecastDispatch([{ ...tight, ends }], none, 1000, 1000, 0, 5000)
+    expect(Math.abs(f!.waitMs - (5 + 39 * model.ms(0, 2, 0)))).toBeLessThan(1)
   })
 
   it('going at once, goes where the picker sends it, not where its first token would come first', () => {
     const soon = endpoint({ residualMs: 5 })
     const late = endpoint({ residualMs: 60, stepMs: 80, inStepTokens: 2800 })
-    expect(forecastDispatch([soon, late], none, 500, 0, 1000)?.residualMs).toBe(5)
-    expect(forecastDispatch([soon, late], none, 500, 0, 1000, 1)?.residualMs).toBe(60)
+    expect(fc([soon, late], none, 500, 0, 1000)?.residualMs).toBe(5)
+    expect(fc([soon, late], none, 500, 0, 1000, 1)?.residualMs).toBe(60)
   })
 
   it('takes the endpoint that has room first', () => {
     const busy = endpoint({ residualMs: 200, stepMs: 210, inStepTokens: 8000, openNow: false })
     const free = endpoint({ residualMs: 8, inStepTokens: 8000, openNow: false })
-    expect(forecastDispatch([busy, free], none, 1000, 0, 1000)?.waitMs).toBe(8)
+    expect(fc([busy, free], none, 1000, 0, 1000)?.waitMs).toBe(8)
   })
 
   it('says nothing past its horizon', () => {
     const eps = [endpoint({ residualMs: 100, stepMs: 210, inStepTokens: 8000, openNow: false })]
-    expect(forecastDispatch(eps, requests(40, 2000), 1000, 0, 500)).toBeUndefined()
+    expect(fc(eps, requests(40, 2000), 1000, 0, 500)).toBeUndefined()
   })
 })
