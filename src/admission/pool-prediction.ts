@@ -24,6 +24,8 @@ const PROMPT_ALPHA = 0.05
 const HORIZON_MS = 1000
 /** Batch slots (and their KV) beyond the requests queued ahead under which a forecast plays when they free. */
 const SLOT_MARGIN = 16
+/** A queued request's gate in its re-prediction: closed now (the dispatcher has just run). */
+const NEVER_OPEN = () => false
 /** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
 const WHOLE_CACHE: GateLimits = { maxKvUsage: 1, maxWaiting: 0, maxInflight: 0, prefillShare: 1 }
 
@@ -180,12 +182,11 @@ export class PoolPredictor {
       requests: ahead.requests + SLOT_MARGIN,
       kvTokens: (ahead.requests + SLOT_MARGIN) * kvTokens,
     }
-    const eps = this.gates.endpointsNow(className, views, open, needs, (e) => this.running.ends(e))
+    const now = this.clock.now()
+    const eps = this.gates.endpointsNow(className, views, open, needs, (e) => this.running.ends(e, now))
     const arriving = this.arrivals.tokensPerMs(className)
-    return {
-      forecast: forecastDispatch(eps, ahead, computeTokens, kvTokens, arriving, horizonMs, goesTo),
-      horizonMs,
-    }
+    const forecast = forecastDispatch(eps, ahead, computeTokens, kvTokens, arriving, horizonMs, goesTo)
+    return { forecast, horizonMs }
   }
 
   /**
@@ -246,16 +247,20 @@ export class PoolPredictor {
    */
   refuseHopeless(now: number, refuse: (w: Waiting, error: GatewayError) => void): number {
     const views = this.pool.views()
-    const queueWaitMs = (name: string, w: Waiting, ahead: Ahead) => {
-      const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
-      const open = this.gates.open(name, w.kvTokens, w.promptTokens, false, computeAt)
-      const q = this.forecast(name, views, ahead, w.computeTokens ?? w.promptTokens, w.kvTokens, open)
-      return q.forecast?.waitMs ?? q.horizonMs
-    }
     let n = 0
     for (const [name, c] of this.ttft.entries()) {
-      if (this.queues.sizeOf(name) === 0) continue
-      for (const h of shedHopeless(this.queues, name, c.sloMs, now, (w, a) => queueWaitMs(name, w, a))) {
+      const queued = this.queues.sizeOf(name)
+      if (queued === 0) continue
+      // the endpoints as each queued request's forecast starts from them, once for the class:
+      // none is open to it now (the dispatcher has just run)
+      const needs = { requests: queued + SLOT_MARGIN, kvTokens: Number.POSITIVE_INFINITY }
+      const eps = this.gates.endpointsNow(name, views, NEVER_OPEN, needs, (e) => this.running.ends(e, now))
+      const arriving = this.arrivals.tokensPerMs(name)
+      const horizonMs = 2 * c.sloMs
+      const queueWaitMs = (w: Waiting, ahead: Ahead) =>
+        forecastDispatch(eps, ahead, w.computeTokens ?? w.promptTokens, w.kvTokens, arriving, horizonMs)
+          ?.waitMs ?? horizonMs
+      for (const h of shedHopeless(this.queues, name, c.sloMs, now, queueWaitMs)) {
         const { item: w, predictedMs } = h
         n++
         refuse(

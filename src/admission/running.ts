@@ -12,9 +12,14 @@ export interface RunningEnd {
   readonly kvTokens: number
 }
 
+/** A list of ends is reused this long, ms: a few engine steps change it by a few tokens each. */
+const ENDS_FRESH_MS = 5
+
 export class RunningRequests {
   /** Not Sets: see slot-map.ts. */
   private readonly byEndpoint = new Map<string, SlotMap<Waiting, Waiting>>()
+  /** The last ends() of each endpoint, and when (a forecast asks it per queued request). */
+  private readonly endsCache = new Map<string, { at: number; ends: RunningEnd[] }>()
 
   add(endpoint: string, w: Waiting): void {
     let here = this.byEndpoint.get(endpoint)
@@ -23,24 +28,31 @@ export class RunningRequests {
       this.byEndpoint.set(endpoint, here)
     }
     here.set(w, w)
+    this.endsCache.delete(endpoint)
   }
 
   delete(endpoint: string, w: Waiting): void {
     this.byEndpoint.get(endpoint)?.delete(w)
+    this.endsCache.delete(endpoint)
   }
 
   /**
    * When each request running at `endpoint` is expected to end, soonest first: the output
    * tokens it is still expected to stream (after that many more engine steps its batch slot
-   * frees), and the KV tokens it reserved, which free with it.
+   * frees), and the KV tokens it reserved, which free with it. The same list for
+   * ENDS_FRESH_MS after `now`, unless a request starts or ends there.
    */
-  ends(endpoint: string): RunningEnd[] {
+  ends(endpoint: string, now: number): readonly RunningEnd[] {
+    const cached = this.endsCache.get(endpoint)
+    if (cached !== undefined && now - cached.at < ENDS_FRESH_MS) return cached.ends
     const out: RunningEnd[] = []
     for (const w of this.byEndpoint.get(endpoint) ?? []) {
       const t = w.ticket
       out.push({ steps: Math.max(1, t.expectedOutputTokens - t.contentChunks), kvTokens: w.kvTokens })
     }
-    return out.sort((a, b) => a.steps - b.steps)
+    out.sort((a, b) => a.steps - b.steps)
+    this.endsCache.set(endpoint, { at: now, ends: out })
+    return out
   }
 
   /**
