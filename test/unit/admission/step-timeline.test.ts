@@ -86,7 +86,7 @@ describe('EngineTimeline', () => {
     let t = 0
     const step = () => {
       t += 20
-      streams.forEach((s, i) => tl.tokenFrom(s, t + i * 0.05))
+      for (const [i, s] of streams.entries()) tl.tokenFrom(s, t + i * 0.05)
     }
     for (let i = 0; i < 100; i++) step()
     const before = tl.nextStepMs(0)
