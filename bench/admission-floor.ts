@@ -11,7 +11,7 @@ import type { ClassSlo, SegmentMetrics } from './admission-metrics.js'
 import { segmentMetrics, segmentSummary } from './admission-metrics.js'
 import { ms, pct } from './admission-report.js'
 import { runSegments, type Segment, waitIdle } from './admission-run.js'
-import { spawnChild } from './admission-spawn.js'
+import { cpuProfFlags, spawnChild } from './admission-spawn.js'
 import type { BenchClass } from './admission-workload.js'
 import type { Child } from './processes.js'
 
@@ -27,6 +27,8 @@ export interface BenchContext {
   readonly log: (s: string) => void
   /** --gateway-set: config values every gateway child gets (PATH=VALUE, as the gateway's --set). */
   readonly gatewaySets?: readonly string[]
+  /** --gateway-cpu-prof: each gateway child runs under `node --cpu-prof`, its profile written here. */
+  readonly gatewayCpuProf?: string
   /** True once the bench stops its children itself. */
   readonly stopping: () => boolean
   /** Where a started child is registered, so a signal stops it. */
@@ -77,6 +79,7 @@ export async function runFloors(o: FloorOptions): Promise<FloorRun[]> {
       ],
       o.log,
       o.stopping,
+      cpuProfFlags(o.gatewayCpuProf),
     )
     o.children.push(gw.child)
     const probes = { simStatsUrl: o.simStatsUrl, adminUrl: gw.info.adminUrl as string }

@@ -25,7 +25,7 @@ import {
   segmentMs,
   waitIdle,
 } from './admission-run.js'
-import { spawnChild } from './admission-spawn.js'
+import { cpuProfFlags, spawnChild } from './admission-spawn.js'
 import { mergedArrivals } from './admission-workload.js'
 import type { Workload } from './admission-workloads.js'
 import type { Child } from './processes.js'
@@ -260,7 +260,7 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
       const args = ['gateway', '--sim', simUrls, '--model', model, '--scale', String(scale)]
       if (wl.ttftPer1k !== undefined) args.push('--ttft-per-1k', String(wl.ttftPer1k))
       args.push(...setArgs(o.gatewaySets))
-      const gw = await spawnChild(`gateway ${wl.name}`, args, log, ended)
+      const gw = await spawnChild(`gateway ${wl.name}`, args, log, ended, cpuProfFlags(o.gatewayCpuProf))
       const adminUrl = gw.info.adminUrl as string
       const gp: Probes = { simStatsUrl, adminUrl }
       const stopGateway = async () => {
@@ -310,6 +310,7 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
         stopping: o.stopping,
         children: o.children,
         ...(o.gatewaySets === undefined ? {} : { gatewaySets: o.gatewaySets }),
+        ...(o.gatewayCpuProf === undefined ? {} : { gatewayCpuProf: o.gatewayCpuProf }),
       })
   })
   return {

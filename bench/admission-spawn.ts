@@ -12,14 +12,19 @@ const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'admission-child.ts'
 // workspaces hoist it), so the child finds it whatever its working directory
 const TSX = import.meta.resolve('tsx')
 
+/** Node's flags that profile a child's CPU into `dir` (none without a dir). */
+export const cpuProfFlags = (dir: string | undefined): string[] =>
+  dir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', dir]
+
 /** `stopping()` true: the bench stops it itself, so its exit is not news. */
 export async function spawnChild(
   name: string,
   args: readonly string[],
   log: (s: string) => void,
   stopping: () => boolean,
+  nodeFlags: readonly string[] = [],
 ): Promise<{ child: Child; info: Record<string, string> }> {
-  const child = start(name, process.execPath, ['--import', TSX, CHILD, ...args])
+  const child = start(name, process.execPath, [...nodeFlags, '--import', TSX, CHILD, ...args])
   const info = await new Promise<Record<string, string>>((resolve, reject) => {
     let buf = ''
     const timer = setTimeout(() => reject(new Error(`${name} not ready in 60 s:\n${child.output()}`)), 60_000)

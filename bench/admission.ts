@@ -47,6 +47,9 @@ const USAGE = `Usage: npm run bench:admission -- [options]
   --gateway-set PATH=VALUE
                     a gateway config value, as its --set (not time-scaled; repeatable), e.g.
                     --gateway-set admission.ttft_reserve_quantile=0
+  --gateway-cpu-prof DIR
+                    run every gateway under node --cpu-prof, its .cpuprofile written to DIR
+                    (where its CPU goes under this bench's load; open in Chrome's DevTools)
   -h, --help        this help
 `
 
@@ -80,6 +83,7 @@ async function main(): Promise<void> {
       floors: { type: 'string' },
       'batch-load': { type: 'string' },
       'gateway-set': { type: 'string', multiple: true },
+      'gateway-cpu-prof': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -143,6 +147,7 @@ async function main(): Promise<void> {
         paths,
         minShares,
         gatewaySets,
+        ...(values['gateway-cpu-prof'] === undefined ? {} : { gatewayCpuProf: values['gateway-cpu-prof'] }),
         slos,
         log,
         stopping: () => stopping,
