@@ -86,9 +86,9 @@ export function estimatorSection(
       "W, its forecast wait (the endpoints' next steps played forward by their step models, with the " +
       "prefill budget and the decode guard's windows); server time = α + β · prompt tokens in its step (those sent " +
       'with it, and its own to compute) + γ · a decode step (step model) + δ · the time left in the step in progress ' +
-      'when it is sent. D, the measured dispatch rate, prices Retry-After. One estimator per pool; the queue part is ' +
-      "fitted (recursive least squares) to every queued interactive request's wait, the server part to its " +
-      'dispatch-to-first-token time. S (ITL) is the live inter-token latency the decode guard measures. For this profile ' +
+      'when it is sent. D, the measured dispatch rate, prices Retry-After. One estimator per pool; the server part is ' +
+      "fitted (recursive least squares) to every streamed request's dispatch-to-first-token time, the wait is " +
+      'the forecast as it is. S (ITL) is the live inter-token latency the decode guard measures. For this profile ' +
       `a pure prefill costs β = ${fmt((truth.perPrefillTokenMs + truth.perContextTokenMs) * 1000, 1)} µs per token. ` +
       'Interactive is admitted when its prediction is within its SLO × ' +
       '(1 − its TTFT margin): 10% at least, widened while more than 0.5% of the admitted miss the SLO; ' +

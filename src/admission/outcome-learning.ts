@@ -25,7 +25,7 @@ export function learnFromFirstToken(
   const t = w.ticket
   if (t.firstTokenAt === undefined || t.dispatchedAt === undefined || w.serverFeatures === undefined) return
   // Every class teaches the server part (the engine does not know classes), so it keeps
-  // learning while a class is refused; only the queue part is per-class (PoolAdmission.start).
+  // learning while a class is refused (the queue wait is the forecast's, not learned).
   // Its features as they turned out: the prompts sent after it that shared its step, not
   // those expected at its dispatch.
   const queued = w.prediction.queueFeatures !== undefined
