@@ -150,7 +150,9 @@ export function diagnosisSection(
     if (i.admitted > 0 && i.ttftGood / i.admitted >= 0.9 && i.attainmentAdmitted < 0.9) {
       lines.push(
         `- **${name}: TTFT held, TPOT not.** ${pct(i.ttftGood / i.admitted)} of admitted interactive met the TTFT SLO, ` +
-          `${pct(i.attainmentAdmitted)} met TTFT and TPOT: TPOT p50 ${fmt(i.tpot.p50, 0)} ms against ${slo.tpotMs} ms ` +
+          `${pct(i.attainmentAdmitted)} met TTFT and TPOT (${i.openStreaming} of ${i.admitted} judged on their TPOT so far, ` +
+          `still streaming at the horizon; ${pct(i.attainmentAdmittedAtEnd)} with each stream judged at its end): ` +
+          `TPOT p50 ${fmt(i.tpot.p50, 0)} ms against ${slo.tpotMs} ms ` +
           `(engine steps made long by prefill chunks in the same step and by the running batch: ` +
           `interactive/batch in flight at the window's end ${q?.interactive?.inflight ?? '?'}/${q?.batch?.inflight ?? '?'}). ` +
           'The decode guard holds dispatch while the live ITL is over the objective; a request already ' +
