@@ -40,6 +40,8 @@ const workloadOverride = z.strictObject({
     .optional(),
   interactive: z.strictObject({ prompt_tokens: mix.optional(), output_tokens: mix.optional() }).optional(),
   batch_load: z.number().nonnegative().optional(),
+  /** The run's `min_requests` for this workload (bursty arrivals need more to average over bursts). */
+  min_requests: z.int().positive().optional(),
   prefix: z
     .strictObject({
       system_tokens: z.int().min(16),

@@ -101,10 +101,9 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
   )
   // a measured window long enough for `min_requests` interactive arrivals at the level's rate
   // (a slow engine's 1× is about one request a second: 2 s would judge two requests)
+  const minRequests = wl.minRequests ?? w.min_requests ?? 0
   const measureMs = (x: number) =>
-    x > 0
-      ? Math.max(w.measure_s, (w.min_requests ?? 0) / (x * cap.interactiveRps)) * 1000
-      : w.measure_s * 1000
+    x > 0 ? Math.max(w.measure_s, minRequests / (x * cap.interactiveRps)) * 1000 : w.measure_s * 1000
   const segDur = (x: number) => (w.settle_s + w.tail_s) * 1000 + measureMs(x)
   const level = (x: number, name = `${x}×`): Segment => ({
     name,

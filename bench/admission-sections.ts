@@ -54,7 +54,8 @@ export function peerVersions(
     ...workloads.map(
       (x) =>
         `- \`${x.name}\`: ${x.description} Profile \`${x.profile}\`, ${x.replicas} replica(s), time scale ${x.scale}, batch flood ${x.batchLoad}× batch saturation` +
-        `${x.ttftPer1k === undefined ? '' : `, length-aware TTFT (+${x.ttftPer1k} ms per 1k prompt tokens, gateway and client alike)`}.`,
+        `${x.ttftPer1k === undefined ? '' : `, length-aware TTFT (+${x.ttftPer1k} ms per 1k prompt tokens, gateway and client alike)`}` +
+        `${x.minRequests === undefined ? '' : `, measured windows until ${x.minRequests} interactive requests arrive`}.`,
     ),
   ].join('\n')
 }

@@ -18,6 +18,8 @@ export interface Workload {
   readonly batchLoad: number
   /** Length-aware TTFT objective: ms per 1,000 prompt tokens on top of ttft_ms. */
   readonly ttftPer1k?: number
+  /** Overrides the run's `min_requests` (interactive arrivals per measured window). */
+  readonly minRequests?: number
 }
 
 export function resolveWorkload(
@@ -57,6 +59,7 @@ export function resolveWorkload(
     spec,
     batchLoad: o.batch_load ?? file.batch.load,
     ...(o.ttft_ms_per_1k_prompt_tokens === undefined ? {} : { ttftPer1k: o.ttft_ms_per_1k_prompt_tokens }),
+    ...(o.min_requests === undefined ? {} : { minRequests: o.min_requests }),
   }
 }
 

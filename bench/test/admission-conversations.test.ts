@@ -90,6 +90,12 @@ describe('bursty arrivals', () => {
     expect(cv).toBeGreaterThan(2.7)
     expect(cv).toBeLessThan(3.3)
   })
+
+  it('measures each level over more arrivals than Poisson workloads (min_requests of its own)', () => {
+    const [bursty, unique] = selectWorkloads(file, 'bursty,unique')
+    expect(bursty?.minRequests).toBe(120)
+    expect(unique?.minRequests).toBeUndefined()
+  })
 })
 
 describe('workload selection', () => {
