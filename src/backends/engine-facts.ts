@@ -104,6 +104,8 @@ const STEP_QUANTILE = 0.25
 const MIN_WINDOWS = 3
 /** The engine's histograms are read once they hold this many requests. */
 const MIN_ENGINE_REQUESTS = 5
+/** How far the fixed step per request the engine-metric rate takes off may be wrong. */
+const FIXED_UNCERTAINTY = 0.25
 /** Plausible prefill rates, tokens/s: outside, a measurement is noise. */
 const RATE_RANGE = [50, 5e7] as const
 
@@ -294,8 +296,12 @@ export class EngineFacts implements EngineFactsView {
       return undefined
     if (l.prefillCount < MIN_ENGINE_REQUESTS) return undefined
     const computed = l.promptTokensSum - (l.prefixCacheHitsTotal ?? 0)
-    const ms = l.prefillSecondsSum * 1000 - l.prefillCount * this.stepMs().value
-    if (computed <= 0 || ms <= 0) return undefined
+    const fixedMs = l.prefillCount * this.stepMs().value
+    const ms = l.prefillSecondsSum * 1000 - fixedMs
+    // what is left once the fixed step per request is taken off must stand clear of the
+    // step's own uncertainty (a quarter of it): short prompts' sums are mostly that step (a
+    // flood of 5-token prompts read as ~1,000 tokens/s where the engine does 20,000)
+    if (computed <= 0 || ms < fixedMs * FIXED_UNCERTAINTY) return undefined
     return plausible((computed / ms) * 1000)
   }
 

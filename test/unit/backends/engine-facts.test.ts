@@ -165,6 +165,29 @@ describe('EngineFacts: the engine-metric path (vLLM V1 histograms)', () => {
     expect(f.blockSize()).toEqual({ value: 16, source: 'engine_metric' })
   })
 
+  it('does not take a rate from short prompts, whose prefill time is mostly the fixed step', () => {
+    const load = parsed(fixture('vllm-v1-step-facts.txt'))
+    const f = facts({ stepMs: { value: 15, source: 'config' } })
+    // a flood of 5-token prompts: 648 requests, 10.5 s of prefill (a 15 ms step and ~1 ms more each)
+    f.scraped({
+      ...load,
+      prefillCount: 648,
+      promptTokensSum: 3_240,
+      prefillSecondsSum: 10.5,
+      prefixCacheHitsTotal: 0,
+    })
+    expect(f.prefillTokensPerS()).toEqual(PRIORS.prefillTokensPerS)
+    // the same requests with 2,000-token prompts: the tokens dominate, the rate is read
+    f.scraped({
+      ...load,
+      prefillCount: 648,
+      promptTokensSum: 1_296_000,
+      prefillSecondsSum: 74.5,
+      prefixCacheHitsTotal: 0,
+    })
+    expect(f.prefillTokensPerS()).toEqual({ value: expect.closeTo(20_000, -2), source: 'engine_metric' })
+  })
+
   it('does not read the histograms while they hold too few requests, or disagree', () => {
     const text = fixture('vllm-v1-step-facts.txt')
     const few = text.replace(
