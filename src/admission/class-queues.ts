@@ -342,8 +342,9 @@ export class ClassQueues<T extends ClassQueued> {
    */
   shedWhere(name: string, hopeless: (item: T, aheadTokens: number, aheadRequests: number) => boolean): T[] {
     const c = this.state(name)
-    let ahead = this.costAhead(name) - c.fair.totalCost
-    let requests = this.requestsAhead(name) - c.fair.size
+    const before = this.ahead(name)
+    let ahead = before.tokens - c.fair.totalCost
+    let requests = before.requests - c.fair.size
     const out: T[] = []
     for (let e = c.oldest; e !== undefined; ) {
       const next = e.newer
@@ -385,28 +386,25 @@ export class ClassQueues<T extends ClassQueued> {
    * O(#classes + items of a later order).
    */
   costAhead(name: string, order = Number.POSITIVE_INFINITY): number {
-    const own = this.state(name)
-    const p = own.spec.priority
-    let sum = 0
-    for (const c of this.byPriority) {
-      if (c.spec.priority > p) break
-      sum += c.fair.totalCost
-    }
-    for (let e = own.newest; e !== undefined && e.order > order; e = e.older) sum -= e.cost
-    return Math.max(0, sum)
+    return this.ahead(name, order).tokens
   }
 
-  /** The requests costAhead counts the tokens of. */
-  requestsAhead(name: string, order = Number.POSITIVE_INFINITY): number {
+  /** What costAhead counts: its tokens, and the requests they belong to. */
+  ahead(name: string, order = Number.POSITIVE_INFINITY): { tokens: number; requests: number } {
     const own = this.state(name)
     const p = own.spec.priority
-    let n = 0
+    let tokens = 0
+    let requests = 0
     for (const c of this.byPriority) {
       if (c.spec.priority > p) break
-      n += c.fair.size
+      tokens += c.fair.totalCost
+      requests += c.fair.size
     }
-    for (let e = own.newest; e !== undefined && e.order > order; e = e.older) n--
-    return Math.max(0, n)
+    for (let e = own.newest; e !== undefined && e.order > order; e = e.older) {
+      tokens -= e.cost
+      requests--
+    }
+    return { tokens: Math.max(0, tokens), requests: Math.max(0, requests) }
   }
 
   /** How long the oldest item of the class has waited at `now`; 0 when it is empty. O(items in the class). */

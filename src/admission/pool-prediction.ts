@@ -121,9 +121,9 @@ export class PoolPredictor {
     const blocked = !views.some(open)
     const kvBlocked =
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
-    const ahead = this.queues.costAhead(className, order)
-    const queued = ahead > 0 || blocked ? ahead : undefined
-    const requestsAhead = queued === undefined ? 0 : this.queues.requestsAhead(className, order)
+    const ahead = this.queues.ahead(className, order)
+    const queued = ahead.tokens > 0 || blocked ? ahead.tokens : undefined
+    const requestsAhead = queued === undefined ? 0 : ahead.requests
     const hit =
       blocks === undefined
         ? undefined

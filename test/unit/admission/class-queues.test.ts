@@ -177,7 +177,9 @@ describe('ClassQueues', () => {
     q.enqueue(item('same'), req('interactive', { cost: 200, order: 1900 })) // after long1: FIFO among equals
     q.enqueue(item('tail'), req('interactive', { cost: 50 })) // no order: the tail
     expect(q.costAhead('interactive', 1900)).toBe(200 + 4000 + 200)
+    expect(q.ahead('interactive', 1900)).toEqual({ tokens: 4400, requests: 3 })
     expect(q.costAhead('interactive')).toBe(8450)
+    expect(q.ahead('interactive').requests).toBe(5)
     expect(q.oldestWaitMs('interactive', clock.now())).toBe(100) // long1, not the head
     const order: string[] = []
     for (let d = q.dequeue(); d !== undefined; d = q.dequeue()) order.push(d.item.id)
