@@ -42,8 +42,21 @@ export function hasHeadroom(e: EndpointView, limits: GateLimits, kvTokens: numbe
   const eff = e.effective
   if (eff.inflightRequests === 0 && eff.waiting === 0) return true
   if (eff.waiting > limits.maxWaiting + ownWaiting) return false
-  if (eff.inflightRequests >= (e.capacity.maxNumSeqs ?? limits.maxInflight)) return false
+  if (freeSlots(e, limits) === 0) return false
   return kvFits(e, limits, kvTokens)
+}
+
+/** Batch slots free at the endpoint: the engine's max_num_seqs (else the class's limit) less the requests in flight. */
+export function freeSlots(e: EndpointView, limits: GateLimits): number {
+  return Math.max(0, (e.capacity.maxNumSeqs ?? limits.maxInflight) - e.effective.inflightRequests)
+}
+
+/** KV tokens free at the endpoint under the class's limit (Infinity: its usage or capacity not known). */
+export function kvFreeTokens(e: EndpointView, limits: GateLimits): number {
+  const eff = e.effective
+  const cap = eff.kvCapacityTokens
+  if (eff.kvUsage === undefined || cap === undefined || cap <= 0) return Number.POSITIVE_INFINITY
+  return Math.max(0, (limits.maxKvUsage - eff.kvUsage) * cap)
 }
 
 /** True when the endpoint's KV usage stays under the class's limit after this request. */
@@ -266,13 +279,8 @@ export class EndpointGates {
     const limits = this.limits.get(className) as GateLimits
     const share = this.share(className, limits, false)
     return views.map((v) => {
-      const eff = v.effective
-      const slots = Math.max(0, (v.capacity.maxNumSeqs ?? limits.maxInflight) - eff.inflightRequests)
-      const cap = eff.kvCapacityTokens
-      const kvFree =
-        eff.kvUsage === undefined || cap === undefined || cap <= 0
-          ? Number.POSITIVE_INFINITY
-          : Math.max(0, (limits.maxKvUsage - eff.kvUsage) * cap)
+      const slots = freeSlots(v, limits)
+      const kvFree = kvFreeTokens(v, limits)
       const tl = this.timeline(v.name)
       const phase = this.phase(v.name)
       return {

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js'
 import { GatewayError } from '../errors.js'
 import type { ArrivalRate } from './arrival-rate.js'
 import type { ClassQueues } from './class-queues.js'
-import { forecastDispatch } from './dispatch-forecast.js'
+import { type EndpointNow, forecastDispatch } from './dispatch-forecast.js'
 import { type Ahead, shedHopeless } from './early-refusal.js'
 import { type ComputeAt, type EndpointGates, type GateLimits, kvFits } from './gate.js'
 import type { PrefixAwareness } from './prefix-awareness.js'
@@ -176,17 +176,34 @@ export class PoolPredictor {
     open: (v: EndpointView) => boolean,
     goesTo?: number,
   ): QueuedAt {
-    const slo = this.ttft.get(className)?.sloMs
-    const horizonMs = slo === undefined ? HORIZON_MS : 2 * slo
-    const needs = {
-      requests: ahead.requests + SLOT_MARGIN,
-      kvTokens: (ahead.requests + SLOT_MARGIN) * kvTokens,
-    }
-    const now = this.clock.now()
-    const eps = this.gates.endpointsNow(className, views, open, needs, (e) => this.running.ends(e, now))
+    const horizonMs = this.horizonMs(className)
+    const requests = ahead.requests + SLOT_MARGIN
+    const eps = this.endpointsNow(className, views, open, requests, requests * kvTokens, this.clock.now())
     const arriving = this.arrivals.tokensPerMs(className)
     const forecast = forecastDispatch(eps, ahead, computeTokens, kvTokens, arriving, horizonMs, goesTo)
     return { forecast, horizonMs }
+  }
+
+  /** How far a forecast for `className` looks: twice its TTFT objective (a second without one). */
+  private horizonMs(className: string): number {
+    const slo = this.ttft.get(className)?.sloMs
+    return slo === undefined ? HORIZON_MS : 2 * slo
+  }
+
+  /**
+   * The endpoints as a forecast for `className` starts from them (EndpointGates.endpointsNow),
+   * with when their running requests end where `requests` more, needing `kvTokens`, may not fit.
+   */
+  private endpointsNow(
+    className: string,
+    views: readonly EndpointView[],
+    open: (v: EndpointView) => boolean,
+    requests: number,
+    kvTokens: number,
+    now: number,
+  ): EndpointNow[] {
+    const ends = (e: string) => this.running.ends(e, now)
+    return this.gates.endpointsNow(className, views, open, { requests, kvTokens }, ends)
   }
 
   /**
@@ -253,10 +270,16 @@ export class PoolPredictor {
       if (queued === 0) continue
       // the endpoints as each queued request's forecast starts from them, once for the class:
       // none is open to it now (the dispatcher has just run)
-      const needs = { requests: queued + SLOT_MARGIN, kvTokens: Number.POSITIVE_INFINITY }
-      const eps = this.gates.endpointsNow(name, views, NEVER_OPEN, needs, (e) => this.running.ends(e, now))
+      const eps = this.endpointsNow(
+        name,
+        views,
+        NEVER_OPEN,
+        queued + SLOT_MARGIN,
+        Number.POSITIVE_INFINITY,
+        now,
+      )
       const arriving = this.arrivals.tokensPerMs(name)
-      const horizonMs = 2 * c.sloMs
+      const horizonMs = this.horizonMs(name)
       const queueWaitMs = (w: Waiting, ahead: Ahead) =>
         forecastDispatch(eps, ahead, w.computeTokens ?? w.promptTokens, w.kvTokens, arriving, horizonMs)
           ?.waitMs ?? horizonMs

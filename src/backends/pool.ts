@@ -114,9 +114,7 @@ export class EndpointPool implements BackendPool {
   }
 
   choose(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined {
-    const picker = this.deps.picker
-    if (!picker.readsPrefix) return undefined
-    return views[picker.peek(views, tokens, request)]
+    return this.deps.picker.readsPrefix ? this.pickView(views, tokens, request) : undefined
   }
 
   pickView(views: readonly EndpointView[], tokens: number, request?: PickRequest): EndpointView | undefined {
