@@ -117,7 +117,9 @@ export class CacheAffinity {
       views,
       open,
       home,
-      busy: views.every((v) => v === home || !open(v) || p.gates.pendingAt(v.name) > 0),
+      busy:
+        p.queues.sizeOf(w.className) > 1 ||
+        views.every((v) => v === home || !open(v) || p.gates.pendingAt(v.name) > 0),
       slackMs: w.dispatchBy - now,
       cachedAt: (v) => cachedAt(w, v),
       reopenInMs: (v) => p.predictor.reopenInMs(v, w.className, w.kvTokens, w.promptTokens, computeAt),

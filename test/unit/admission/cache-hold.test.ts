@@ -52,12 +52,12 @@ describe('cacheHoldMs', () => {
     expect(cacheHoldMs(inputs({ reopenInMs: () => 280, open: (v) => v === c }))).toBe(280)
   })
 
-  it('past capacity, holds while it could still go elsewhere and pay the recompute in time', () => {
+  it('past capacity, holds while its home can still serve it in time', () => {
     // 400 ms to reopen: more than the 250 ms recompute, so only the busy rule can hold it
     const slow = { reopenInMs: () => 400 }
     expect(cacheHoldMs(inputs({ ...slow, slackMs: 10_000 }))).toBe(0) // not busy: it goes now
-    expect(cacheHoldMs(inputs({ ...slow, busy: true, slackMs: 651 }))).toBe(400) // 400 + 250 < 651
-    expect(cacheHoldMs(inputs({ ...slow, busy: true, slackMs: 650 }))).toBe(0) // no time left to pay it
+    expect(cacheHoldMs(inputs({ ...slow, busy: true, slackMs: 401 }))).toBe(400) // home in time
+    expect(cacheHoldMs(inputs({ ...slow, busy: true, slackMs: 400 }))).toBe(0) // home too late: it goes now
     expect(cacheHoldMs(inputs({ ...slow, busy: true }))).toBe(0) // no slack known: none
     // the home must still hold more than the open ones, and nothing else changes
     expect(cacheHoldMs(inputs({ ...slow, busy: true, slackMs: 10_000, cachedAt: () => 500 }))).toBe(0)

@@ -230,10 +230,12 @@ describe('admission with prefix routing', () => {
 
     it('passes a head that could go elsewhere over no more times than the pool has endpoints', async () => {
       const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns()
-      const head = turnA as unknown as { bypassed: number; heldSince: number }
+      const head = turnA as unknown as { bypassed: number; heldSince: number; dispatchBy: number }
       head.bypassed = 4
       head.heldSince = -1_000_000 // held long enough already: it is not held again
-      blockers.get(homeB)!.prefilled() // B's home opens (and is idle: no busy hold either)
+      // B queues behind it (past capacity), but its home could no longer serve it in time
+      head.dispatchBy = -1_000_000
+      blockers.get(homeB)!.prefilled() // B's home opens
       const a = (await turnA.lease) as AdmittedLease
       expect(a.endpoint.name).toBe(homeB) // A goes where it can, recomputed
       expect(a.w.computeTokens).toBe(a.w.promptTokens)
