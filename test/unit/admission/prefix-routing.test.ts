@@ -88,6 +88,38 @@ function conversation(turns: number, seed: number): Message[] {
   return m
 }
 
+/**
+ * A prefill budget of 1,000 tokens; two conversations, each cached on its own endpoint; then
+ * every endpoint busy with a 600-token prompt in prefill (`longAtA`: a 4,000-token one at A's
+ * home, about 215 ms), so both next turns queue.
+ */
+function queuedTurns(longAtA = false) {
+  const t = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 })
+  const a = t.send(conversation(1, 100), 'a')
+  const b = t.send(conversation(1, 300), 'b')
+  const homeA = a.lease.endpoint.name
+  const homeB = b.lease.endpoint.name
+  expect(homeB).not.toBe(homeA)
+  a.lease.release('ok')
+  b.lease.release('ok')
+  const blockers = new Map<string, AdmittedLease>()
+  if (longAtA) {
+    // the same session: it goes to A's home
+    const long = t.send([{ role: 'user', content: text(16_000, 7) }], 'a').lease
+    expect(long.endpoint.name).toBe(homeA)
+    blockers.set(homeA, long)
+  }
+  for (let i = blockers.size; i < 4; i++) {
+    const { lease } = t.send([{ role: 'user', content: text(2_400, 7 + i) }])
+    blockers.set(lease.endpoint.name, lease)
+  }
+  expect(blockers.size).toBe(4)
+  const turnA = t.admit(conversation(2, 100)).admitted as Queued
+  const turnB = t.admit(conversation(2, 300)).admitted as Queued
+  expect('endpoint' in turnA || 'endpoint' in turnB).toBe(false)
+  return { ...t, homeA, homeB, blockers, turnA, turnB }
+}
+
 describe('admission with prefix routing', () => {
   it('sends a conversation back to its endpoint and prices only what that endpoint must compute', () => {
     const { send, pa } = setup('prefix-affinity')
@@ -191,33 +223,15 @@ describe('admission with prefix routing', () => {
   })
 
   it('past capacity (a request of its class queued behind it), holds a turn for its home rather than recompute it where a prefill just ended', async () => {
-    const t = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 })
-    const a = t.send(conversation(1, 100), 'a')
-    const b = t.send(conversation(1, 300), 'b')
-    const homeA = a.lease.endpoint.name
-    const homeB = b.lease.endpoint.name
-    a.lease.release('ok')
-    b.lease.release('ok')
     // at A's home a 4,000-token prefill (about 215 ms: more than the ~120 ms its history
     // would take to recompute elsewhere), a short one everywhere else
-    const blockers = new Map<string, AdmittedLease>()
-    const long = t.send([{ role: 'user', content: text(16_000, 7) }], 'a').lease
-    expect(long.endpoint.name).toBe(homeA)
-    blockers.set(homeA, long)
-    for (let i = 0; i < 3; i++) {
-      const { lease } = t.send([{ role: 'user', content: text(2_400, 8 + i) }])
-      blockers.set(lease.endpoint.name, lease)
-    }
-    expect(blockers.size).toBe(4)
-    const turnA = t.admit(conversation(2, 100)).admitted as Queued
-    const turnB = t.admit(conversation(2, 300)).admitted as Queued
-    expect('endpoint' in turnA || 'endpoint' in turnB).toBe(false)
+    const { homeA, homeB, blockers, turnA, pa } = queuedTurns(true)
     // an endpoint that is home to neither opens, with no prefill under way: the head stays
     // queued for its home (B waits behind it), where without a queue it would go there now
     const other = [...blockers.keys()].find((n) => n !== homeA && n !== homeB)!
     blockers.get(other)!.prefilled()
     await new Promise((r) => setImmediate(r))
-    expect(t.pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(2)
+    expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(2)
     blockers.get(homeA)!.prefilled()
     const lease = (await turnA.lease) as AdmittedLease
     expect(lease.endpoint.name).toBe(homeA)
@@ -225,29 +239,6 @@ describe('admission with prefix routing', () => {
   })
 
   describe('out of turn: a head whose home is closed lets a request behind it go to its own open home', () => {
-    // a prefill budget of 1,000 tokens; two conversations, each cached on its own endpoint; then
-    // every endpoint busy with a 600-token prompt in prefill, so both next turns queue
-    function queuedTurns() {
-      const t = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 })
-      const a = t.send(conversation(1, 100), 'a')
-      const b = t.send(conversation(1, 300), 'b')
-      const homeA = a.lease.endpoint.name
-      const homeB = b.lease.endpoint.name
-      expect(homeB).not.toBe(homeA)
-      a.lease.release('ok')
-      b.lease.release('ok')
-      const blockers = new Map<string, AdmittedLease>()
-      for (let i = 0; i < 4; i++) {
-        const { lease } = t.send([{ role: 'user', content: text(2_400, 7 + i) }])
-        blockers.set(lease.endpoint.name, lease)
-      }
-      expect(blockers.size).toBe(4)
-      const turnA = t.admit(conversation(2, 100)).admitted as Queued
-      const turnB = t.admit(conversation(2, 300)).admitted as Queued
-      expect('endpoint' in turnA || 'endpoint' in turnB).toBe(false)
-      return { ...t, homeA, homeB, blockers, turnA, turnB }
-    }
-
     it('serves the follower at its home, then the head at its own', async () => {
       const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns()
       blockers.get(homeB)!.prefilled() // B's home opens; A's stays closed
