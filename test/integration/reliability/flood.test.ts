@@ -14,32 +14,12 @@ import { startGatewayProcess } from '../../helpers/gateway-process.js'
 import { settledResidue } from '../../helpers/residue.js'
 import { startSimProcess } from '../../helpers/sim-process.js'
 import { sleep } from '../../helpers/upstream.js'
-import { metricSum } from './load-wave.js'
+import { metricSum, streamOnce } from './load-wave.js'
 
 const FLOOD = 6_000
 // low enough that this flood puts the loop past it on this machine even when the gateway is fast: with the body
 // path that forwards bytes as received, 200 ms was not always reached (no `overloaded` at all)
 const SHED_MS = 50
-
-/** How one streamed request ends: `complete`, or its status and reject reason. */
-async function lastEnding(url: string): Promise<string> {
-  const res = await request(`${url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model: 'meta-llama/Llama-3.1-8B-Instruct',
-      stream: true,
-      max_tokens: 4,
-      messages: [{ role: 'user', content: `hello ${Math.random()}` }],
-    }),
-    signal: AbortSignal.timeout(30_000),
-  })
-  const text = await res.body.text()
-  if (res.statusCode !== 200) return `${res.statusCode} ${String(res.headers['x-gateway-reject-reason'])}`
-  return text.includes('data: [DONE]') && !text.includes('"code":"GW_ERR_')
-    ? 'complete'
-    : `incomplete: ${text.slice(-200)}`
-}
 
 describe('a flood above what the gateway can parse', { timeout: 120_000 }, () => {
   it('answers everything, sheds with fast 503s, keeps /healthz, bounds memory, recovers', async () => {
@@ -128,10 +108,10 @@ describe('a flood above what the gateway can parse', { timeout: 120_000 }, () =>
     const endings: string[] = []
     for (let i = 0; i < 10 && endings.at(-1) !== 'complete'; i++) {
       if (i > 0) await sleep(200)
-      endings.push(await lastEnding(gw.url))
+      endings.push(await streamOnce(gw.url, { maxTokens: 4, reason: true }))
     }
     expect(endings.at(-1), endings.join(', ')).toBe('complete')
-    for (const e of endings.slice(0, -1)) expect(e).toBe('503 overloaded')
+    for (const e of endings.slice(0, -1)) expect(e).toBe('status 503 overloaded')
     await gw.stop()
     await sim.stop()
   })

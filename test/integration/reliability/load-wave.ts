@@ -1,20 +1,35 @@
 /**
  * A wave of streamed chat completions through a gateway, each classified by how it ended
  * as the client saw it: `complete` (the stream ended with [DONE]), `error-event` (it ended
- * with the gateway's final error event), `status N` (refused or failed before streaming),
+ * with the gateway's final error event), `status N` (refused or failed before streaming;
+ * `status N REASON` with the `reason` option: the gateway's x-gateway-reject-reason),
  * `refused` (no listener took the connection),
  * `cut` (the connection ended with neither: what must never happen), or `timeout` (no
  * end within the client's own timeout: what must never happen either).
  */
 import { Agent, request } from 'undici'
 
-export type Ending = 'complete' | 'error-event' | 'cut' | 'refused' | 'timeout' | `status ${number}`
+export type Ending =
+  | 'complete'
+  | 'error-event'
+  | 'cut'
+  | 'refused'
+  | 'timeout'
+  | `status ${number}`
+  | `status ${number} ${string}`
 
 const agent = new Agent({ connections: 2_048, headersTimeout: 0, bodyTimeout: 0 })
 
 export async function streamOnce(
   url: string,
-  opts: { maxTokens?: number; timeoutMs?: number; headers?: Record<string, string>; content?: string } = {},
+  opts: {
+    maxTokens?: number
+    timeoutMs?: number
+    headers?: Record<string, string>
+    content?: string
+    /** A refusal's ending names its reason (x-gateway-reject-reason). */
+    reason?: boolean
+  } = {},
 ): Promise<Ending> {
   const signal = AbortSignal.timeout(opts.timeoutMs ?? 30_000)
   try {
@@ -33,7 +48,9 @@ export async function streamOnce(
     })
     if (res.statusCode !== 200) {
       await res.body.text()
-      return `status ${res.statusCode}`
+      return opts.reason === true
+        ? `status ${res.statusCode} ${String(res.headers['x-gateway-reject-reason'])}`
+        : `status ${res.statusCode}`
     }
     let text = ''
     try {
