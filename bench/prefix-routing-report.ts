@@ -25,6 +25,8 @@ export interface RunResult {
   readonly goodputRps: number
   readonly attainment: number
   readonly refused: number
+  /** Turns sent again after a refusal (each attempt is also one of `sent`). */
+  readonly retried: number
   readonly predictedHit: number | undefined
   readonly decisions: Record<string, number>
   /** Requests per replica (x-gateway-backend), as shares. */
@@ -58,6 +60,7 @@ export function resultRows(results: readonly RunResult[]): (string | number)[][]
       fmt(r.goodputRps, 2),
       pct(r.attainment),
       r.refused,
+      r.retried,
       share(['affinity', 'session']),
       share(['saturated']),
       r.spread.map((s) => fmt(100 * s, 0)).join('/'),
@@ -83,6 +86,8 @@ export interface ReportFacts {
   readonly calibrationS: number
   readonly workload: string
   readonly description: string
+  /** Times a conversation's refused turn is sent again after its Retry-After. */
+  readonly retries: number
   readonly replicas: number
   readonly levels: readonly number[]
 }
@@ -103,7 +108,10 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
         `${f.warmupS} s (chat: ${Math.min(f.warmupS, 10)} s), not judged, in which conversations grow to their steady depth and the caches fill,`,
       `then ${f.durationS} s measured (the requests due in it are judged; the hit rate and the routing decisions are the counters' change over it),`,
       'then the requests still running are let finish.',
-      `Workloads: \`config/workloads/${f.workload}.yaml\` (${f.description}; each request sends its conversation's whole history)`,
+      `Workloads: \`config/workloads/${f.workload}.yaml\` (${f.description}; each request sends its conversation's whole history;`,
+      f.retries > 0
+        ? `a refused turn is sent again after its Retry-After, up to ${f.retries} times, as the \`openai\` client does, then its conversation ends)`
+        : 'a refused turn ends its conversation)',
       'and `config/workloads/chat.yaml` (unique prompts: no shared prefix), at half the rate.',
       `1× = ${fmt(f.rate, 1)} req/s on ${f.replicas} replicas${f.calibration.length > 0 ? ": least-wait's max goodput on the workload (the highest rate keeping 90% of offered requests within both objectives), measured first (below)" : ' (given by --rate, not measured)'}; the single-replica row runs the same workload at 1/${f.replicas} of it.`,
       "Hit rate: the engines' own counters (prefix-cache hits / queries, tokens), over the replicas. Goodput: requests",
@@ -124,6 +132,7 @@ export function writeReport(results: readonly RunResult[], f: ReportFacts): void
       'goodput/s',
       'attainment',
       'refused',
+      'retried',
       'by affinity',
       'saturated',
       'spread %',

@@ -59,6 +59,8 @@ const USAGE = `Usage: npm run bench:prefix -- [options]
   --replicas N     replicas in the pool (default 4)
   --profile P      simulator profile (default llama-3.1-70b-h100-tp4)
   --routing JSON   more routing keys for the prefix-affinity runs, e.g. '{"prefix_weight":4}'
+  --retries N      a conversation's refused turn is sent again after its Retry-After up to N
+                   times (default: the workload's conversation.retries; 0 ends it at a refusal)
   --out FILE       report file (default reports/prefix-routing.md)
   -h, --help       this help
 `
@@ -130,13 +132,16 @@ async function counters(urls: readonly string[], adminUrl: string): Promise<Coun
   }
 }
 
-/** The workload file with its objectives in wall time (× scale). */
-function scaled(w: Workload, scale: number): Workload {
+/** The workload file with its objectives in wall time (× scale), and --retries if given. */
+function scaled(w: Workload, scale: number, retries: number | undefined): Workload {
   const t = (v: number | undefined) => (v === undefined ? undefined : v * scale)
   return {
     ...w,
     classes: w.classes.map((c) => ({
       ...c,
+      ...(c.conversation === undefined || retries === undefined
+        ? {}
+        : { conversation: { ...c.conversation, retries } }),
       slo: {
         ...(c.slo.ttft_ms === undefined ? {} : { ttft_ms: t(c.slo.ttft_ms) }),
         ...(c.slo.tpot_ms === undefined ? {} : { tpot_ms: t(c.slo.tpot_ms) }),
@@ -157,6 +162,7 @@ async function runOne(
     seed: number
     drainMs: number
     routing?: string
+    retries?: number
   },
 ): Promise<RunResult> {
   const children: Child[] = []
@@ -199,7 +205,7 @@ async function runOne(
     }
     const file = join(ROOT, `config/workloads/${spec.workload}.yaml`)
     const loaded = loadWorkload(file)
-    const w = scaled(loaded.workload, o.scale)
+    const w = scaled(loaded.workload, o.scale, o.retries)
     const wallRate = (spec.rate * spec.level) / o.scale
     const table = (s: Parameters<typeof tableKey>[1]) => loaded.tables.get(tableKey(loaded.file, s)) ?? []
     const client = new Pool(gw.info.url as string, { connections: 4096, headersTimeout: 0, bodyTimeout: 0 })
@@ -270,6 +276,7 @@ async function runOne(
       goodputRps: (cls?.good ?? 0) / o.durationS,
       attainment: cls?.attainmentOffered ?? 0,
       refused: cls?.refused ?? 0,
+      retried: measured.filter((r) => r.conversation?.retry === true).length,
       predictedHit:
         end.promptTokens > start.promptTokens
           ? (end.predictedHitTokens - start.predictedHitTokens) / (end.promptTokens - start.promptTokens)
@@ -300,6 +307,7 @@ async function main(): Promise<void> {
       out: { type: 'string', default: join(ROOT, 'reports/prefix-routing.md') },
       only: { type: 'string' },
       routing: { type: 'string' },
+      retries: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -331,7 +339,11 @@ async function main(): Promise<void> {
     seed: Number(values.seed),
     drainMs: (values.quick ? 5_000 : 20_000) * scale,
     ...(values.routing === undefined ? {} : { routing: values.routing }),
+    ...(values.retries === undefined
+      ? {}
+      : { retries: num('retries', values.retries, (x) => Number.isInteger(x) && x >= 0 && x <= 10) }),
   }
+  const shared = loadWorkload(join(ROOT, `config/workloads/${workload}.yaml`)).workload
   const loadBefore = loadavg()
   const started = performance.now()
 
@@ -397,8 +409,8 @@ async function main(): Promise<void> {
     calibration,
     calibrationS: calibrateS,
     workload,
-    description:
-      loadWorkload(join(ROOT, `config/workloads/${workload}.yaml`)).workload.description ?? workload,
+    description: shared.description ?? workload,
+    retries: o.retries ?? shared.classes[0]?.conversation?.retries ?? 0,
     replicas,
     levels,
   })

@@ -18,7 +18,8 @@ export interface BenchRecord extends StreamTiming {
   readonly index: number
   readonly class: string
   readonly tenant?: string
-  readonly conversation?: { readonly id: number; readonly turn: number }
+  /** Its conversation and turn; `retry`: the turn sent again after a refusal. */
+  readonly conversation?: { readonly id: number; readonly turn: number; readonly retry?: boolean }
   /** When it was due (open loop), ms after the start. */
   readonly dueMs: number
   /** When it was sent, ms after the start. */
@@ -126,11 +127,13 @@ export async function runBench(o: RunOptions): Promise<RunResult> {
       index: p.index,
       class: o.classNames[p.classIndex]!,
       ...(tenant === undefined ? {} : { tenant }),
-      ...(conv === undefined ? {} : { conversation: { id: conv.id, turn } }),
+      ...(conv === undefined
+        ? {}
+        : { conversation: { id: conv.id, turn, ...(built.retry ? { retry: true } : {}) } }),
       dueMs: p.dueMs,
       sentMs,
       promptTokensSent: built.promptTokens,
-      maxTokens: p.outputTokens,
+      maxTokens: built.maxTokens,
     })
   }
   const track = (p: Promise<void>) => {

@@ -4,7 +4,8 @@
  * for a conversation the history before its new turn. Conversations grow: the next arrival
  * of the class continues the oldest one whose last turn has been answered (with the text
  * the server streamed) and whose user has done thinking (the class's `think_ms` after the
- * answer), or starts a new one when none is waiting.
+ * answer), or starts a new one when none is waiting. A turn refused with a Retry-After goes
+ * again, the same turn, once that time has passed, as often as the class's `retries` allow.
  */
 import { chatPromptTokens, completionPromptTokens } from '../sim/prompt-tokens.js'
 import { Corpus, messageChars, promptChars, promptText } from './prompt-text.js'
@@ -26,13 +27,21 @@ export interface Conversation {
   turnsLeft: number
   /** When its next turn may go (its user done thinking), on the builder's clock, ms. */
   readyAt: number
+  /** A refused turn to send again (its new message and max_tokens), if any. */
+  retry: { readonly text: string; readonly maxTokens: number } | undefined
+  /** Times the turn in hand may still be sent again after a refusal. */
+  retriesLeft: number
 }
 
 export interface BuiltRequest {
   readonly request: StreamRequest
   /** Prompt tokens sent, by the simulator's rule (4 characters a token, 4 a message), as the gateway estimates. */
   readonly promptTokens: number
+  /** max_tokens sent (a retried turn keeps its first attempt's). */
+  readonly maxTokens: number
   readonly conversation?: Conversation
+  /** A conversation's turn sent again after a refusal. */
+  readonly retry?: boolean
   /** The new user message of a conversation's turn (kept in its history when answered). */
   readonly turnText?: string
   /** Its user's think time after the answer, ms (wall: × the time scale). */
@@ -100,7 +109,17 @@ export class RequestBuilder {
     const i = ready.findIndex((c) => c.readyAt <= now)
     if (i >= 0) return ready.splice(i, 1)[0]!
     const id = this.conversations++
-    return { id, classIndex: p.classIndex, history: [], turn: 0, turnsLeft: Math.max(1, p.turns), readyAt: 0 }
+    const retriesLeft = this.o.workload.classes[p.classIndex]!.conversation?.retries ?? 0
+    return {
+      id,
+      classIndex: p.classIndex,
+      history: [],
+      turn: 0,
+      turnsLeft: Math.max(1, p.turns),
+      readyAt: 0,
+      retry: undefined,
+      retriesLeft,
+    }
   }
 
   build(p: PlannedRequest): BuiltRequest {
@@ -108,9 +127,12 @@ export class RequestBuilder {
     const cls = w.classes[p.classIndex]!
     const tag = `[${this.o.runTag}-${p.index}] `
     const prefix = p.sharedPrefix ? this.prefixes[p.classIndex] : ''
+    const conv = cls.conversation === undefined ? undefined : this.conversation(p)
+    const retry = conv?.retry
+    const maxTokens = retry?.maxTokens ?? p.outputTokens
     const common = {
       model: this.o.model,
-      max_tokens: p.outputTokens,
+      max_tokens: maxTokens,
       stream: true,
       stream_options: { include_usage: true },
       ...(w.ignore_eos ? { ignore_eos: true } : {}),
@@ -125,30 +147,65 @@ export class RequestBuilder {
     })
     if (w.api === 'completions') {
       const prompt = promptText(this.corpus, promptChars(p.promptTokens), tag, p.textOffset, prefix)
-      return { request: request({ ...common, prompt }), promptTokens: completionPromptTokens(prompt) }
+      return {
+        request: request({ ...common, prompt }),
+        promptTokens: completionPromptTokens(prompt),
+        maxTokens,
+      }
     }
-    const text = promptText(this.corpus, messageChars(p.promptTokens), tag, p.textOffset, prefix)
+    const text =
+      retry?.text ?? promptText(this.corpus, messageChars(p.promptTokens), tag, p.textOffset, prefix)
     const system = this.system[p.classIndex]
     const messages: Message[] = system === undefined ? [] : [{ role: 'system', content: system }]
-    const conv = cls.conversation === undefined ? undefined : this.conversation(p)
     if (conv !== undefined) messages.push(...conv.history)
     messages.push({ role: 'user', content: text })
     const chars = messages.reduce((s, m) => s + m.content.length, 0)
     const promptTokens = chatPromptTokens(chars, messages.length)
-    const built = { request: request({ ...common, messages }, conv !== undefined), promptTokens }
+    const built = { request: request({ ...common, messages }, conv !== undefined), promptTokens, maxTokens }
     if (conv === undefined) return built
-    return { ...built, conversation: conv, turnText: text, thinkMs: p.thinkMs * (this.o.timeScale ?? 1) }
+    conv.retry = undefined
+    const thinkMs = p.thinkMs * (this.o.timeScale ?? 1)
+    return {
+      ...built,
+      conversation: conv,
+      turnText: text,
+      thinkMs,
+      ...(retry === undefined ? {} : { retry: true }),
+    }
   }
 
-  /** A turn answered: its conversation goes on (at the next arrival) or ends; a failed turn ends it. */
+  /**
+   * A turn answered: its conversation goes on (at the next arrival) or ends. A turn refused
+   * with a Retry-After is sent again after it while the class's `retries` allow; any other
+   * failure ends the conversation.
+   */
   settle(built: BuiltRequest, t: StreamTiming): void {
     const conv = built.conversation
     if (conv === undefined || built.turnText === undefined) return
-    if (t.status !== 200 || t.error !== undefined) return
+    if (t.status !== 200 || t.error !== undefined) {
+      const afterMs = retryAfterMs(t)
+      if (conv.retriesLeft <= 0 || afterMs === undefined) return
+      conv.retriesLeft--
+      conv.retry = { text: built.turnText, maxTokens: built.maxTokens }
+      conv.readyAt = this.now() + afterMs
+      this.ready[conv.classIndex]!.push(conv)
+      return
+    }
     conv.history.push({ role: 'user', content: built.turnText }, { role: 'assistant', content: t.text ?? '' })
     conv.turn++
     conv.turnsLeft--
+    conv.retriesLeft = this.o.workload.classes[conv.classIndex]!.conversation?.retries ?? 0
     conv.readyAt = (built.thinkMs ?? 0) > 0 ? this.now() + built.thinkMs! : 0
     if (conv.turnsLeft > 0) this.ready[conv.classIndex]!.push(conv)
   }
+}
+
+/** A refusal's wait before a retry, ms: `retry-after-ms`, else `retry-after` in seconds (undefined: neither, or not a refusal). */
+export function retryAfterMs(t: StreamTiming): number | undefined {
+  if (t.status !== 429 && t.status !== 503) return undefined
+  const ms = Number(t.headers['retry-after-ms'])
+  if (t.headers['retry-after-ms'] !== undefined && Number.isFinite(ms) && ms >= 0) return ms
+  const s = Number(t.headers['retry-after'])
+  if (t.headers['retry-after'] !== undefined && Number.isFinite(s) && s >= 0) return s * 1000
+  return undefined
 }

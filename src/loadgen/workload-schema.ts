@@ -78,9 +78,17 @@ const classSchema = z.strictObject({
   /**
    * Growing conversations: each request is the next turn of one, with the history before it.
    * `think_ms`: after each answer, the user reads and types for this long before the next
-   * turn may go (none: at the next arrival).
+   * turn may go (none: at the next arrival). `retries`: a turn refused with a Retry-After
+   * (429 or 503) is sent again once that time has passed, up to this many times (the `openai`
+   * client's default is 2); then, or on any other failure, its conversation ends (default 0).
    */
-  conversation: z.strictObject({ turns: lengthSchema, think_ms: lengthSchema.optional() }).optional(),
+  conversation: z
+    .strictObject({
+      turns: lengthSchema,
+      think_ms: lengthSchema.optional(),
+      retries: z.number().int().min(0).max(10).default(0),
+    })
+    .optional(),
   /** The objectives a request of the class is judged by (good = succeeded and met each). */
   slo: sloSchema.default({}),
 })

@@ -192,4 +192,93 @@ describe('the request builder', () => {
     now = 2_000
     expect(build.build(plan.next()).conversation!.id).toBe(t1.conversation!.id)
   })
+
+  it('a turn refused with a Retry-After goes again after it, the same turn, as often as `retries` allows', () => {
+    const w = workload({
+      classes: [
+        {
+          name: 'chat',
+          system_prompt_tokens: 50,
+          conversation: { turns: 3, think_ms: 1_000, retries: 1 },
+          prompt_tokens: 40,
+          output_tokens: { dist: 'uniform', min: 10, max: 200 },
+        },
+      ],
+    })
+    let now = 0
+    const build = new RequestBuilder({
+      workload: w,
+      model: 'm',
+      pathPrefix: '/v1',
+      tenantKeys: [],
+      runTag: 't',
+      now: () => now,
+    })
+    const plan = new RequestPlan(w, noTables, 1)
+    const refused = (headers: Record<string, string>) =>
+      ({ status: 503, headers, latencyMs: 1, itlMs: [], chunks: 0, errorCode: 'ttft_slo' }) as StreamTiming
+    const t1 = build.build(plan.next())
+    build.settle(t1, refused({ 'retry-after-ms': '1500', 'retry-after': '2' }))
+    now = 1_499 // not yet: the next arrival opens another conversation
+    expect(build.build(plan.next()).conversation!.id).not.toBe(t1.conversation!.id)
+    now = 1_500
+    const again = build.build(plan.next())
+    expect(again.conversation!.id).toBe(t1.conversation!.id)
+    expect(again.retry).toBe(true)
+    expect(again.request.body).toBe(t1.request.body) // the same turn: same messages, same max_tokens
+    expect(again.maxTokens).toBe(t1.maxTokens)
+    // its one retry spent: refused again, the conversation ends
+    build.settle(again, refused({ 'retry-after': '1' }))
+    now = 10_000
+    expect(build.build(plan.next()).conversation!.id).not.toBe(t1.conversation!.id)
+  })
+
+  it('a refusal without a Retry-After, or any other failure, ends the conversation; an answer restores its retries', () => {
+    const w = workload({
+      classes: [
+        { name: 'chat', conversation: { turns: 5, retries: 1 }, prompt_tokens: 40, output_tokens: 10 },
+      ],
+    })
+    let now = 0
+    const build = new RequestBuilder({
+      workload: w,
+      model: 'm',
+      pathPrefix: '/v1',
+      tenantKeys: [],
+      runTag: 't',
+      now: () => now,
+    })
+    const plan = new RequestPlan(w, noTables, 1)
+    const timing = (status: number, headers: Record<string, string> = {}, error?: string) =>
+      ({
+        status,
+        headers,
+        latencyMs: 1,
+        itlMs: [],
+        chunks: 1,
+        text: 'ok',
+        ...(error ? { error } : {}),
+      }) as StreamTiming
+    const ended = (t: StreamTiming) => {
+      const b = build.build(plan.next())
+      build.settle(b, t)
+      now += 1
+      return build.build(plan.next()).conversation!.id !== b.conversation!.id
+    }
+    expect(ended(timing(503))).toBe(true) // no Retry-After
+    expect(ended(timing(500, { 'retry-after': '1' }))).toBe(true) // not a refusal
+    expect(ended(timing(0, {}, 'timeout'))).toBe(true)
+    // answered, refused, answered, refused: each turn gets its own retry
+    const first = build.build(plan.next())
+    const id = first.conversation!.id
+    build.settle(first, timing(200))
+    for (let i = 0; i < 2; i++) {
+      const b = build.build(plan.next())
+      expect(b.conversation!.id).toBe(id)
+      build.settle(b, timing(429, { 'retry-after-ms': '0' }))
+      const r = build.build(plan.next())
+      expect(r.retry).toBe(true)
+      build.settle(r, timing(200))
+    }
+  })
 })
