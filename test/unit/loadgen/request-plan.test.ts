@@ -71,6 +71,33 @@ function builder(w: Workload) {
   })
 }
 
+/** A builder on a clock the test moves (`clock.now`, ms), and the plan it builds from. */
+function clockedBuilder(w: Workload, timeScale?: number) {
+  const clock = { now: 0 }
+  const build = new RequestBuilder({
+    workload: w,
+    model: 'm',
+    pathPrefix: '/v1',
+    tenantKeys: [],
+    runTag: 't',
+    now: () => clock.now,
+    ...(timeScale === undefined ? {} : { timeScale }),
+  })
+  return { clock, build, plan: new RequestPlan(w, noTables, 1) }
+}
+
+/** A response as the stream client records it. */
+const timing = (status: number, headers: Record<string, string> = {}, error?: string) =>
+  ({
+    status,
+    headers,
+    latencyMs: 1,
+    itlMs: [],
+    chunks: 1,
+    text: 'ok',
+    ...(error === undefined ? {} : { error }),
+  }) as StreamTiming
+
 type Body = {
   model: string
   max_tokens: number
@@ -171,25 +198,14 @@ describe('the request builder', () => {
         },
       ],
     })
-    let now = 0
-    const build = new RequestBuilder({
-      workload: w,
-      model: 'm',
-      pathPrefix: '/v1',
-      tenantKeys: [],
-      runTag: 't',
-      timeScale: 2,
-      now: () => now,
-    })
-    const plan = new RequestPlan(w, noTables, 1)
-    const answer = { status: 200, headers: {}, latencyMs: 1, itlMs: [], chunks: 1, text: 'a' } as StreamTiming
+    const { clock, build, plan } = clockedBuilder(w, 2)
     const t1 = build.build(plan.next())
     expect(t1.thinkMs).toBe(2_000)
-    build.settle(t1, answer)
-    now = 1_999 // still thinking: the next arrival starts another conversation
+    build.settle(t1, timing(200))
+    clock.now = 1_999 // still thinking: the next arrival starts another conversation
     const other = build.build(plan.next())
     expect(other.conversation!.id).not.toBe(t1.conversation!.id)
-    now = 2_000
+    clock.now = 2_000
     expect(build.build(plan.next()).conversation!.id).toBe(t1.conversation!.id)
   })
 
@@ -205,31 +221,20 @@ describe('the request builder', () => {
         },
       ],
     })
-    let now = 0
-    const build = new RequestBuilder({
-      workload: w,
-      model: 'm',
-      pathPrefix: '/v1',
-      tenantKeys: [],
-      runTag: 't',
-      now: () => now,
-    })
-    const plan = new RequestPlan(w, noTables, 1)
-    const refused = (headers: Record<string, string>) =>
-      ({ status: 503, headers, latencyMs: 1, itlMs: [], chunks: 0, errorCode: 'ttft_slo' }) as StreamTiming
+    const { clock, build, plan } = clockedBuilder(w)
     const t1 = build.build(plan.next())
-    build.settle(t1, refused({ 'retry-after-ms': '1500', 'retry-after': '2' }))
-    now = 1_499 // not yet: the next arrival opens another conversation
+    build.settle(t1, timing(503, { 'retry-after-ms': '1500', 'retry-after': '2' }))
+    clock.now = 1_499 // not yet: the next arrival opens another conversation
     expect(build.build(plan.next()).conversation!.id).not.toBe(t1.conversation!.id)
-    now = 1_500
+    clock.now = 1_500
     const again = build.build(plan.next())
     expect(again.conversation!.id).toBe(t1.conversation!.id)
     expect(again.retry).toBe(true)
     expect(again.request.body).toBe(t1.request.body) // the same turn: same messages, same max_tokens
     expect(again.maxTokens).toBe(t1.maxTokens)
     // its one retry spent: refused again, the conversation ends
-    build.settle(again, refused({ 'retry-after': '1' }))
-    now = 10_000
+    build.settle(again, timing(503, { 'retry-after': '1' }))
+    clock.now = 10_000
     expect(build.build(plan.next()).conversation!.id).not.toBe(t1.conversation!.id)
   })
 
@@ -239,30 +244,11 @@ describe('the request builder', () => {
         { name: 'chat', conversation: { turns: 5, retries: 1 }, prompt_tokens: 40, output_tokens: 10 },
       ],
     })
-    let now = 0
-    const build = new RequestBuilder({
-      workload: w,
-      model: 'm',
-      pathPrefix: '/v1',
-      tenantKeys: [],
-      runTag: 't',
-      now: () => now,
-    })
-    const plan = new RequestPlan(w, noTables, 1)
-    const timing = (status: number, headers: Record<string, string> = {}, error?: string) =>
-      ({
-        status,
-        headers,
-        latencyMs: 1,
-        itlMs: [],
-        chunks: 1,
-        text: 'ok',
-        ...(error ? { error } : {}),
-      }) as StreamTiming
+    const { clock, build, plan } = clockedBuilder(w)
     const ended = (t: StreamTiming) => {
       const b = build.build(plan.next())
       build.settle(b, t)
-      now += 1
+      clock.now += 1
       return build.build(plan.next()).conversation!.id !== b.conversation!.id
     }
     expect(ended(timing(503))).toBe(true) // no Retry-After
