@@ -248,7 +248,7 @@ async function runOne(
     const end = await counters(urls, adminUrl)
     const st = JSON.parse(await text(`${adminUrl}/admin/state`)) as {
       backends?: { pools?: { routing?: { saturatedBy?: Record<string, number> } }[] }
-      admission?: { pools?: { outOfTurn?: number }[] }
+      admission?: { pools?: { outOfTurn?: number; refusedRecompute?: number }[] }
     }
     const saturatedBy = st.backends?.pools?.[0]?.routing?.saturatedBy
     if (saturatedBy !== undefined)
@@ -256,6 +256,9 @@ async function runOne(
     const outOfTurn = st.admission?.pools?.[0]?.outOfTurn
     if (outOfTurn !== undefined)
       log(`  sent to their home ahead of a head whose home was closed: ${outOfTurn}`)
+    const refusedRecompute = st.admission?.pools?.[0]?.refusedRecompute
+    if (refusedRecompute !== undefined && refusedRecompute > 0)
+      log(`  refused past capacity rather than recomputed away from a closed home: ${refusedRecompute}`)
     const hits = end.hits - start.hits
     const queries = end.queries - start.queries
     const decisions: Record<string, number> = {}

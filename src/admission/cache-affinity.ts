@@ -6,7 +6,7 @@
  */
 import type { BackendPool, EndpointView, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
-import { cacheHoldMs } from './cache-hold.js'
+import { cacheHoldMs, type HoldInputs, recomputeRefusalMs } from './cache-hold.js'
 import type { ClassQueues } from './class-queues.js'
 import type { EndpointGates } from './gate.js'
 import type { PoolPredictor } from './pool-prediction.js'
@@ -23,10 +23,15 @@ export interface ClosedHome {
   readonly views: readonly EndpointView[]
 }
 
-/** What weigh() found: its closed home, if any, and how long to hold it for that (0: go now where it can). */
+/**
+ * What weigh() found: its closed home, if any, and how long to hold it for that (0: go now
+ * where it can); `refuseMs`: refuse it instead, its home reopening in that many ms (past
+ * capacity, recomputed elsewhere it would cost more than twice what it costs at home).
+ */
 export interface Weighed {
   readonly closed: ClosedHome | undefined
   readonly holdMs: number
+  readonly refuseMs?: number
 }
 
 const NOT_HELD: Weighed = { closed: undefined, holdMs: 0 }
@@ -39,6 +44,8 @@ export interface AffinityParts {
   readonly predictor: PoolPredictor
   readonly estimator: TtftEstimator
   readonly clock: Clock
+  /** Past capacity, refuse rather than recompute elsewhere (admission.refuse_recompute). */
+  readonly refuseRecompute: boolean
   /** The gates for a request (of its class; `floor`: its class is served under its floor). */
   readonly openFor: (w: Waiting, floor: boolean) => (v: EndpointView) => boolean
   /** Starts a request taken out of the queue on `lease`, after `waitedMs` queued. */
@@ -48,13 +55,25 @@ export interface AffinityParts {
 export class CacheAffinity {
   /** Requests sent to their own open home ahead of a head whose home was closed. */
   outOfTurn = 0
+  /** Requests refused past capacity rather than recomputed away from their closed home. */
+  refusedRecompute = 0
 
   constructor(private readonly p: AffinityParts) {}
 
   /** Whether `w`'s home is closed to it (gates `open`), and how long to hold it for that home. */
   weigh(w: Waiting, open: (v: EndpointView) => boolean): Weighed {
     const closed = this.closedHome(w, open)
-    return closed === undefined ? NOT_HELD : { closed, holdMs: this.holdMs(w, open, closed) }
+    if (closed === undefined) return NOT_HELD
+    const h = this.holdInputs(w, open, closed)
+    const holdMs = cacheHoldMs(h)
+    if (holdMs > 0) {
+      w.heldSince ??= h.now
+      return { closed, holdMs }
+    }
+    const refuseMs = this.p.refuseRecompute ? recomputeRefusalMs(h, w.promptTokens) : undefined
+    if (refuseMs === undefined) return { closed, holdMs: 0 }
+    this.refusedRecompute++
+    return { closed, holdMs: 0, refuseMs }
   }
 
   /**
@@ -108,12 +127,17 @@ export class CacheAffinity {
     return home !== undefined && cachedAt(w, home) > 0 ? home : undefined
   }
 
-  /** How long to hold `w` for `home` while the gates close that one to it (cache-hold.ts); 0: not at all. */
-  private holdMs(w: Waiting, open: (v: EndpointView) => boolean, { home, views }: ClosedHome): number {
+  /** What cache-hold.ts weighs for `w`, its `home` closed to it by the gates `open`. */
+  private holdInputs(
+    w: Waiting,
+    open: (v: EndpointView) => boolean,
+    { home, views }: ClosedHome,
+  ): HoldInputs & { readonly now: number } {
     const p = this.p
     const computeAt = p.prefix.computeAt(w.blocks, w.promptTokens)
     const now = p.clock.now()
-    const ms = cacheHoldMs({
+    return {
+      now,
       views,
       open,
       home,
@@ -125,9 +149,7 @@ export class CacheAffinity {
       reopenInMs: (v) => p.predictor.reopenInMs(v, w.className, w.kvTokens, w.promptTokens, computeAt),
       msPerToken: p.estimator.msPerPromptToken(),
       heldMs: w.heldSince === undefined ? 0 : now - w.heldSince,
-    })
-    if (ms > 0) w.heldSince ??= now
-    return ms
+    }
   }
 }
 

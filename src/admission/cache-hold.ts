@@ -23,6 +23,13 @@
  *                                dispatch that still meets its TTFT objective)
  *
  * so past capacity a request goes elsewhere only when its home cannot serve it in time.
+ * And then, past capacity, when elsewhere it would compute more than twice what it computes
+ * at home (what the home holds beyond the best open endpoint is more than what the home
+ * would compute), it is refused instead (`ttft_slo`, Retry-After: when its home reopens):
+ * the recompute would take the engine time of more requests than this one, from a pool
+ * that is already refusing some (recomputeRefusalMs). Measured on bench:prefix,
+ * multi-turn-think at 2x with clients that retry: goodput +8% in a run of its own
+ * (bench/results/prefix-routing.md has the run side by side with least-wait).
  * (Measured on bench:prefix, multi-turn-think at 2x: requiring reopen + recompute < slack
  * instead, as this rule did first, 1,469 picks left a closed home in a run; with this rule
  * 932, and the engines' hit rate rose from 74.7% to 77.3%: bench/results/prefix-routing.md.)
@@ -69,15 +76,25 @@ export interface HoldInputs {
   readonly slackMs?: number
 }
 
-/** How long to hold the request for its home endpoint, ms; 0: dispatch it now where it can go. */
-export function cacheHoldMs(h: HoldInputs): number {
+/** The home closed to the request, what it holds, and the most an open endpoint holds (-1: none open). */
+function closedHome(
+  h: HoldInputs,
+): { home: EndpointView; homeCached: number; openCached: number } | undefined {
   const home = h.home
-  if (home === undefined || !(h.msPerToken > 0)) return 0
-  if (h.open(home)) return 0
+  if (home === undefined || !(h.msPerToken > 0)) return undefined
+  if (h.open(home)) return undefined
   const homeCached = h.cachedAt(home)
-  if (homeCached <= 0) return 0
+  if (homeCached <= 0) return undefined
   let openCached = -1
   for (const v of h.views) if (v !== home && h.open(v)) openCached = Math.max(openCached, h.cachedAt(v))
+  return { home, homeCached, openCached }
+}
+
+/** How long to hold the request for its home endpoint, ms; 0: dispatch it now where it can go. */
+export function cacheHoldMs(h: HoldInputs): number {
+  const c = closedHome(h)
+  if (c === undefined) return 0
+  const { home, homeCached, openCached } = c
   if (openCached < 0) return 0 // nothing is open: it waits anyway
   const savedMs = (homeCached - openCached) * h.msPerToken
   if (savedMs <= 0) return 0
@@ -87,4 +104,21 @@ export function cacheHoldMs(h: HoldInputs): number {
   // busy: the recompute is engine time taken from everyone; waiting costs only this request's
   // slack, so it waits while its home can still serve it in time
   return h.busy === true && wait < (h.slackMs ?? 0) ? wait : 0
+}
+
+/**
+ * Past capacity, for a request not held (cacheHoldMs 0) whose home cannot serve it within
+ * its slack: when the best open endpoint would compute more than twice what its home would
+ * (of its `promptTokens`), the ms until its home reopens (the request is refused, told to
+ * come back then); else undefined (it goes where it can).
+ */
+export function recomputeRefusalMs(h: HoldInputs, promptTokens: number): number | undefined {
+  if (h.busy !== true) return undefined
+  const c = closedHome(h)
+  if (c === undefined || c.openCached < 0) return undefined
+  const extra = c.homeCached - c.openCached
+  if (!(extra > promptTokens - c.homeCached)) return undefined
+  const wait = h.reopenInMs(c.home)
+  if (!(wait >= (h.slackMs ?? 0)) || !Number.isFinite(wait)) return undefined
+  return wait
 }

@@ -161,6 +161,7 @@ export class PoolAdmission {
       predictor: this.predictor,
       estimator: this.estimator,
       clock,
+      refuseRecompute: cfg.refuse_recompute,
       openFor: (w, floor) => this.openFor(w, floor),
       dispatch: (w, lease, waitedMs) => {
         this.afterDequeue()
@@ -193,7 +194,8 @@ export class PoolAdmission {
     w.dispatchBy = deadline
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const open = this.openFor(w, false)
-      const { holdMs } = this.affinity.weigh(w, open)
+      const { holdMs, refuseMs } = this.affinity.weigh(w, open)
+      if (refuseMs !== undefined) return this.recomputeRefusal(w, refuseMs, 0)
       const lease = holdMs > 0 ? undefined : this.pool.acquire(w.kvTokens, open, this.prefix.hint(w))
       if (lease !== undefined) {
         this.queues.recordDispatch(w.className, work) // into the floors of the classes waiting
@@ -333,7 +335,15 @@ export class PoolAdmission {
           // guard the classes above keep closed), not the other gates.
           const floor = this.queues.underFloor(name)
           const open = this.openFor(head, floor)
-          const { closed, holdMs } = this.affinity.weigh(head, open)
+          const { closed, holdMs, refuseMs } = this.affinity.weigh(head, open)
+          if (refuseMs !== undefined) {
+            this.queues.dequeueFrom(name)
+            this.afterDequeue()
+            const now = this.clock.now()
+            this.refuseQueued(head, this.recomputeRefusal(head, refuseMs, now - head.queuedAt), now)
+            progressed = true
+            break
+          }
           // its home closed: a request behind it whose own home is open goes there first
           if (
             closed !== undefined &&
@@ -446,6 +456,20 @@ export class PoolAdmission {
     this.pump()
   }
 
+  /**
+   * The refusal of a request whose home reopens in `reopenMs`, past capacity, rather than
+   * recomputed elsewhere (cache-hold.ts): predicted TTFT = queued so far + the home's reopen
+   * + its prefill there; Retry-After: the reopen.
+   */
+  private recomputeRefusal(w: Waiting, reopenMs: number, queuedMs: number): GatewayError {
+    const prefillMs = (w.computeTokens ?? w.promptTokens) * this.estimator.msPerPromptToken()
+    return new GatewayError(
+      'GW_ERR_TTFT_SLO',
+      { class: w.className, predicted: Math.round(queuedMs + reopenMs + prefillMs) },
+      { retryAfterMs: Math.max(1, Math.ceil(reopenMs)) },
+    )
+  }
+
   /** Refuses a request taken out of the queue; its wait goes out in `x-gateway-queue-ms`. */
   private refuseQueued(w: Waiting, error: GatewayError, now: number): void {
     w.ticket.queuedMs = Math.max(0, now - w.queuedAt)
@@ -485,6 +509,7 @@ export class PoolAdmission {
       estimator: this.estimator.state(),
       prefixCache: this.prefix.state(),
       outOfTurn: this.affinity.outOfTurn,
+      refusedRecompute: this.affinity.refusedRecompute,
     }
   }
 

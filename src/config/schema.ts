@@ -366,6 +366,13 @@ const admissionSchema = z
     /** Dispatch only to an endpoint with at most this many requests waiting in its own queue. */
     max_server_waiting: nonNegativeInt.default(0),
     /**
+     * Prefix routing, past capacity: a request whose home (the endpoint caching its prompt) is
+     * closed and cannot serve it within its TTFT objective is refused (`ttft_slo`, Retry-After:
+     * when its home reopens) rather than sent where it would compute more than twice what it
+     * computes at home (src/admission/cache-hold.ts). false: it goes there and recomputes.
+     */
+    refuse_recompute: z.boolean().default(true),
+    /**
      * Prompt tokens sent to one endpoint and not yet prefilled, at most (always one request).
      * Unset (the default): learned per endpoint, the engine's step budget, at most what it
      * prefills in half the tightest TTFT objective (src/admission/prefill-budget.ts). Set: an

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { cacheHoldMs, type HoldInputs } from '../../../src/admission/cache-hold.js'
+import { cacheHoldMs, type HoldInputs, recomputeRefusalMs } from '../../../src/admission/cache-hold.js'
 import type { EndpointView } from '../../../src/backends/types.js'
 
 /** Endpoints by name only: cacheHoldMs reads them through the functions it is given. */
@@ -62,5 +62,26 @@ describe('cacheHoldMs', () => {
     // the home must still hold more than the open ones, and nothing else changes
     expect(cacheHoldMs(inputs({ ...slow, busy: true, slackMs: 10_000, cachedAt: () => 500 }))).toBe(0)
     expect(cacheHoldMs(inputs({ busy: true, slackMs: 0 }))).toBe(100) // the first rule still holds
+  })
+})
+
+describe('recomputeRefusalMs', () => {
+  // a 4,000-token prompt: 1,000 to compute at its home (a), 3,500 at b (holds 500)
+  const late = { reopenInMs: () => 400, busy: true, slackMs: 400 }
+  it('past capacity, refuses a request its home cannot serve in time when elsewhere it computes more than twice as much', () => {
+    expect(recomputeRefusalMs(inputs(late), 4_000)).toBe(400) // Retry-After: when its home reopens
+    expect(recomputeRefusalMs(inputs({ ...late, slackMs: 401 }), 4_000)).toBeUndefined() // home in time: held instead
+    expect(recomputeRefusalMs(inputs({ ...late, busy: false }), 4_000)).toBeUndefined() // below capacity: it goes
+  })
+
+  it('lets it go elsewhere when the recompute costs at most twice its compute at home, or nothing is open', () => {
+    // 5,500 tokens: 2,500 at home, 5,000 at b: exactly twice
+    expect(recomputeRefusalMs(inputs(late), 5_500)).toBeUndefined()
+    expect(recomputeRefusalMs(inputs(late), 5_499)).toBe(400)
+    expect(recomputeRefusalMs(inputs({ ...late, open: () => false }), 4_000)).toBeUndefined()
+    expect(recomputeRefusalMs(inputs({ ...late, open: () => true }), 4_000)).toBeUndefined() // home open
+    expect(
+      recomputeRefusalMs(inputs({ ...late, reopenInMs: () => Number.POSITIVE_INFINITY }), 4_000),
+    ).toBeUndefined()
   })
 })

@@ -12,6 +12,7 @@ import type { AdmittedLease } from '../../../src/admission/waiting.js'
 import { createBackends } from '../../../src/backends/backends.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
+import { GatewayError } from '../../../src/errors.js'
 import { promptSize } from '../../../src/openai/request-fields.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
 import { Ticket } from '../../../src/ticket.js'
@@ -93,8 +94,11 @@ function conversation(turns: number, seed: number): Message[] {
  * every endpoint busy with a 600-token prompt in prefill (`longAtA`: a 4,000-token one at A's
  * home, about 215 ms), so both next turns queue.
  */
-function queuedTurns(longAtA = false) {
-  const t = setup('prefix-affinity', { max_prefill_tokens_per_endpoint: 1_000 })
+function queuedTurns(longAtA = false, refuseRecompute = true) {
+  const t = setup('prefix-affinity', {
+    max_prefill_tokens_per_endpoint: 1_000,
+    refuse_recompute: refuseRecompute,
+  })
   const a = t.send(conversation(1, 100), 'a')
   const b = t.send(conversation(1, 300), 'b')
   const homeA = a.lease.endpoint.name
@@ -254,7 +258,9 @@ describe('admission with prefix routing', () => {
     })
 
     it('passes a head that could go elsewhere over no more times than the pool has endpoints', async () => {
-      const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns()
+      // refuse_recompute off: past capacity a head its home cannot serve in time goes elsewhere
+      // and recomputes (on, it is refused: the next test)
+      const { homeA, homeB, blockers, turnA, turnB, pa } = queuedTurns(false, false)
       const head = turnA as unknown as { bypassed: number; heldSince: number; dispatchBy: number }
       head.bypassed = 4
       head.heldSince = -1_000_000 // held long enough already: it is not held again
@@ -268,6 +274,23 @@ describe('admission with prefix routing', () => {
       a.prefilled() // A's prefill at B's home is done: B goes (there, or to A's home)
       blockers.get(homeA)!.prefilled()
       expect(((await turnB.lease) as AdmittedLease).endpoint).toBeDefined()
+    })
+
+    it('past capacity refuses a head its home cannot serve in time rather than recompute its history elsewhere', async () => {
+      const { homeB, blockers, turnA, turnB, pa } = queuedTurns()
+      // B queues behind it (past capacity); A's home could no longer serve it in time, and
+      // computed elsewhere it would cost more than twice what it costs at home
+      const head = turnA as unknown as { heldSince: number; dispatchBy: number }
+      head.heldSince = -1_000_000 // held long enough already: it is not held again
+      head.dispatchBy = -1_000_000
+      blockers.get(homeB)!.prefilled() // B's home opens: the dispatcher weighs A
+      const refused = await turnA.lease
+      expect(refused).toBeInstanceOf(GatewayError)
+      const err = refused as GatewayError
+      expect(err.code).toBe('GW_ERR_TTFT_SLO')
+      expect(err.retryAfterMs).toBeGreaterThan(0) // when its home reopens
+      expect(((await turnB.lease) as AdmittedLease).endpoint.name).toBe(homeB) // B goes to its own home
+      expect((pa.state() as { refusedRecompute: number }).refusedRecompute).toBe(1)
     })
 
     it('lets requests behind a held head go to their open homes, however often it was passed over', async () => {
