@@ -109,7 +109,7 @@ export class RequestBuilder {
     const i = ready.findIndex((c) => c.readyAt <= now)
     if (i >= 0) return ready.splice(i, 1)[0]!
     const id = this.conversations++
-    const retriesLeft = this.o.workload.classes[p.classIndex]!.conversation?.retries ?? 0
+    const retriesLeft = this.retriesOf(p.classIndex)
     return {
       id,
       classIndex: p.classIndex,
@@ -120,6 +120,11 @@ export class RequestBuilder {
       retry: undefined,
       retriesLeft,
     }
+  }
+
+  /** Times a turn of the class's conversations may go again after a refusal. */
+  private retriesOf(classIndex: number): number {
+    return this.o.workload.classes[classIndex]!.conversation?.retries ?? 0
   }
 
   build(p: PlannedRequest): BuiltRequest {
@@ -194,7 +199,7 @@ export class RequestBuilder {
     conv.history.push({ role: 'user', content: built.turnText }, { role: 'assistant', content: t.text ?? '' })
     conv.turn++
     conv.turnsLeft--
-    conv.retriesLeft = this.o.workload.classes[conv.classIndex]!.conversation?.retries ?? 0
+    conv.retriesLeft = this.retriesOf(conv.classIndex)
     conv.readyAt = (built.thinkMs ?? 0) > 0 ? this.now() + built.thinkMs! : 0
     if (conv.turnsLeft > 0) this.ready[conv.classIndex]!.push(conv)
   }
