@@ -46,12 +46,26 @@ export class LruPrefixIndex implements PrefixIndex {
     this.evict()
   }
 
+  /**
+   * The prompt's leading blocks held. Found by binary search, not block by block: a prompt's
+   * blocks held are always a prefix of it. (Block i's hash covers blocks 0..i, so every
+   * prompt that records block i records each block before it, and later: an earlier block is
+   * always more recently used than a later one, and is evicted after it.)
+   */
   match(p: PromptBlocks): number {
-    if (p.geometry !== this.geometry) return 0
+    if (p.geometry !== this.geometry || p.count === 0) return 0
     const h = p.hashes
-    let n = 0
-    while (n < p.count && this.blocks.has(h[n]!)) n++
-    return n
+    const blocks = this.blocks
+    if (blocks.has(h[p.count - 1]!)) return p.count
+    // the first block not held is in [lo, hi]
+    let lo = 0
+    let hi = p.count - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (blocks.has(h[mid]!)) lo = mid + 1
+      else hi = mid
+    }
+    return lo
   }
 
   record(p: PromptBlocks): void {

@@ -4,7 +4,10 @@ import { LruPrefixIndex } from '../../../src/backends/lru-prefix-index.js'
 import { MIN_QUERY_TOKENS, PrefixCalibration } from '../../../src/backends/prefix-calibration.js'
 import { cachedTokens, type PromptBlocks } from '../../../src/backends/prefix-index.js'
 
-/** Blocks with given hashes (distinct numbers stand in for chained hashes). */
+/**
+ * Blocks with given hashes (distinct numbers stand in for chained hashes: after a block that
+ * differs, every later one differs too, as block i's hash covers blocks 0..i).
+ */
 function blocks(hashes: number[], geometry = '16x4', extraUnits = 0): PromptBlocks {
   return {
     geometry,
@@ -21,11 +24,46 @@ describe('LRU prefix index', () => {
     const ix = new LruPrefixIndex(1000)
     ix.record(blocks(range(1, 10)))
     expect(ix.match(blocks(range(1, 10)))).toBe(10)
-    expect(ix.match(blocks([...range(1, 6), 99, 7, 8]))).toBe(6)
-    expect(ix.match(blocks([99, ...range(2, 5)]))).toBe(0)
+    expect(ix.match(blocks([...range(1, 6), 99, 107, 108]))).toBe(6)
+    expect(ix.match(blocks([99, ...range(102, 5)]))).toBe(0)
     expect(ix.match(blocks(range(1, 4)))).toBe(4)
     expect(ix.size).toBe(10)
     expect(ix.match(blocks(range(1, 10), '16x3.5'))).toBe(0) // another cut never compares
+  })
+
+  it('matches what a block-by-block scan matches, for prompts of chained blocks, whatever was sent and evicted', () => {
+    // prompts that share heads and diverge, as conversations and shared system prompts do;
+    // each block's hash a chain over the prompt's "tokens", as prompt-blocks.ts makes them
+    const chained = (tokens: number[]) => {
+      let h = 17
+      return blocks(tokens.map((t) => (h = (Math.imul(h ^ t, 0x5bd1e995) >>> 0) + 1)))
+    }
+    let seed = 7
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
+      return (seed >>> 16) % n
+    }
+    const linear = (ix: LruPrefixIndex, p: PromptBlocks) => {
+      let n = 0
+      while (n < p.count && ix.match({ ...p, count: n + 1 }) === n + 1) n++
+      return n
+    }
+    const heads = Array.from({ length: 6 }, () => Array.from({ length: 1 + rand(20) }, () => rand(4)))
+    const prompt = () => [...heads[rand(heads.length)]!, ...Array.from({ length: rand(30) }, () => rand(3))]
+    let partial = 0
+    for (const cap of [5, 40, 400]) {
+      const ix = new LruPrefixIndex(cap)
+      for (let step = 0; step < 2000; step++) {
+        const p = chained(prompt())
+        if (rand(2) === 0) ix.record(p)
+        else {
+          const n = linear(ix, p)
+          expect(ix.match(p)).toBe(n)
+          partial += n > 3 && n < p.count ? 1 : 0
+        }
+      }
+    }
+    expect(partial).toBeGreaterThan(100) // the runs that end inside a prompt were tried
   })
 
   it('stays within its capacity in blocks, forgetting the least recently sent first', () => {
