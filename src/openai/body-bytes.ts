@@ -22,13 +22,13 @@ function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 }
 
-function skipSpace(b: Buffer, i: number): number {
+export function skipSpace(b: Buffer, i: number): number {
   while (i < b.length && isSpace(b[i])) i++
   return i
 }
 
 /** Index just past the string that opens at `i` (a quote), or -1. */
-function stringEnd(b: Buffer, i: number): number {
+export function stringEnd(b: Buffer, i: number): number {
   let from = i + 1
   for (;;) {
     const q = b.indexOf(QUOTE, from)

@@ -7,6 +7,7 @@
  * Fuzzed in test/integration/reliability/bad-input-bodies.test.ts.
  */
 import { GatewayError } from '../errors.js'
+import { LazyText } from './lazy-text.js'
 import type { JsonBody } from './request-fields.js'
 
 /** Deepest nesting of arrays and objects accepted in a body (tool schemas nest a few dozen). */
@@ -23,7 +24,7 @@ export function jsonDepth(v: unknown, stopAt = MAX_JSON_DEPTH + 1): number {
   const stack: [unknown, number][] = [[v, 1]]
   while (stack.length > 0) {
     const [node, depth] = stack.pop() as [unknown, number]
-    if (typeof node !== 'object' || node === null) continue
+    if (typeof node !== 'object' || node === null || node instanceof LazyText) continue
     if (depth > max) max = depth
     if (max >= stopAt) return max
     const children = Array.isArray(node) ? node : Object.values(node)

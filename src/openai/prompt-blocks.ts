@@ -20,6 +20,7 @@
 
 import type { PromptBlocks } from '../backends/prefix-index.js'
 import { isRecord } from '../is-record.js'
+import { isText, type LazyText, type Text } from './lazy-text.js'
 import type { JsonBody } from './request-fields.js'
 import { MESSAGE_OVERHEAD_TOKENS } from './token-estimator.js'
 
@@ -118,6 +119,61 @@ class BlockHasher {
     this.h2 = h2
   }
 
+  /** The bytes [from, to) of `b`, each byte one unit (ASCII without escapes): as text() does. */
+  private bytes(b: Buffer, from: number, to: number): void {
+    let i = from
+    let h1 = this.h1
+    let h2 = this.h2
+    while (i < to) {
+      const end = Math.min(to, i + (this.next - this.units))
+      const start = i
+      for (; i < end; i++) {
+        const c = b[i]!
+        h1 = Math.imul(h1 ^ c, 0x01000193)
+        const h = Math.imul(h2 ^ c, 0x5bd1e995)
+        h2 = h ^ (h >>> 15)
+      }
+      this.units += end - start
+      if (this.units >= this.next) {
+        this.h1 = h1
+        this.h2 = h2
+        this.emit()
+      }
+    }
+    this.h1 = h1
+    this.h2 = h2
+  }
+
+  /** One unit of text. */
+  private unit(c: number): void {
+    this.mix(c)
+    if (++this.units >= this.next) this.emit()
+  }
+
+  /** Text left in the body's bytes: the same units, so the same blocks, as its decoded string. */
+  lazy(t: LazyText): void {
+    if (!t.ascii) {
+      t.forEachUnit((c) => this.unit(c))
+      return
+    }
+    // ASCII: runs of bytes, each escape one unit between them
+    const b = t.raw
+    let at = t.from
+    while (at < t.to) {
+      const k = t.escaped ? b.indexOf(0x5c, at) : -1
+      const runEnd = k < 0 || k >= t.to ? t.to : k
+      this.bytes(b, at, runEnd)
+      if (runEnd === t.to) break
+      at = t.escapeAt(k, (c) => this.unit(c))
+    }
+  }
+
+  /** Prompt text as the body holds it. */
+  piece(s: Text): void {
+    if (typeof s === 'string') this.text(s)
+    else this.lazy(s)
+  }
+
   /** Text that shapes the prefix but counts no units (roles, tools, non-text parts). */
   opaque(s: string): void {
     for (let i = 0; i < s.length; i++) this.mix(s.charCodeAt(i))
@@ -143,14 +199,14 @@ class BlockHasher {
   }
 
   content(c: unknown): void {
-    if (typeof c === 'string') {
-      this.text(c)
+    if (isText(c)) {
+      this.piece(c)
       return
     }
     if (!Array.isArray(c)) return
     for (const part of c) {
       if (!isRecord(part)) continue
-      if (typeof part.text === 'string') this.text(part.text)
+      if (isText(part.text)) this.piece(part.text)
       else {
         this.mix(3)
         if (typeof part.type === 'string') this.opaque(part.type)
@@ -199,21 +255,21 @@ export function promptBlocks(
     return h.done()
   }
   const input = body.input
-  if (typeof body.instructions === 'string') {
+  if (isText(body.instructions)) {
     h.header('system')
-    h.text(body.instructions)
+    h.piece(body.instructions)
   }
   if (Array.isArray(input) && input.some(isRecord)) {
     for (const item of input) {
-      if (typeof item === 'string') {
+      if (isText(item)) {
         h.header('user')
-        h.text(item)
+        h.piece(item)
       } else h.message(item)
     }
     return h.done()
   }
-  if (typeof input === 'string') {
-    h.text(input)
+  if (isText(input)) {
+    h.piece(input)
     return h.done()
   }
   let prompt = body.prompt
@@ -221,7 +277,7 @@ export function promptBlocks(
     if (prompt.length !== 1) return undefined // several prompts
     prompt = prompt[0]
   }
-  if (typeof prompt === 'string') h.text(prompt)
+  if (isText(prompt)) h.piece(prompt)
   else if (Array.isArray(prompt)) {
     for (const id of prompt) if (typeof id === 'number') h.tokenId(id)
   } else return undefined

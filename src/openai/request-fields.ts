@@ -5,6 +5,7 @@
  */
 
 import { isRecord } from '../is-record.js'
+import { isText } from './lazy-text.js'
 
 export type JsonBody = Record<string, unknown>
 
@@ -61,6 +62,7 @@ export interface PromptSize {
  */
 export function promptSize(body: JsonBody): PromptSize {
   const messages = body.messages
+  const instructions = isText(body.instructions) ? body.instructions.length : 0
   if (Array.isArray(messages)) {
     let n = 0
     for (const m of messages) {
@@ -71,41 +73,40 @@ export function promptSize(body: JsonBody): PromptSize {
   const input = body.input
   if (Array.isArray(input) && input.some(isRecord)) {
     // Responses API: input items ({role, content} messages), and instructions as a system message
-    let n = typeof body.instructions === 'string' ? body.instructions.length : 0
+    let n = instructions
     for (const item of input) {
       if (isRecord(item)) n += contentChars(item.content)
-      else if (typeof item === 'string') n += item.length
+      else if (isText(item)) n += item.length
     }
-    return { chars: n, messages: input.length + (typeof body.instructions === 'string' ? 1 : 0) }
+    return { chars: n, messages: input.length + (isText(body.instructions) ? 1 : 0) }
   }
-  const instructions = typeof body.instructions === 'string' ? body.instructions.length : 0
   return { chars: promptChars(body) + instructions, messages: 0 }
 }
 
 function promptChars(body: JsonBody): number {
   let n = 0
   const prompt = body.prompt
-  if (typeof prompt === 'string') return prompt.length
+  if (isText(prompt)) return prompt.length
   if (Array.isArray(prompt)) {
     for (const p of prompt) {
-      if (typeof p === 'string') n += p.length
+      if (isText(p)) n += p.length
       else if (typeof p === 'number')
         n += 4 // a token id: about four characters
       else if (Array.isArray(p)) n += 4 * p.length
     }
   }
   const input = body.input
-  if (typeof input === 'string') n += input.length
-  else if (Array.isArray(input)) for (const p of input) if (typeof p === 'string') n += p.length
+  if (isText(input)) n += input.length
+  else if (Array.isArray(input)) for (const p of input) if (isText(p)) n += p.length
   return n
 }
 
 function contentChars(content: unknown): number {
-  if (typeof content === 'string') return content.length
+  if (isText(content)) return content.length
   if (!Array.isArray(content)) return 0
   let n = 0
   for (const part of content) {
-    if (isRecord(part) && typeof part.text === 'string') n += part.text.length
+    if (isRecord(part) && isText(part.text)) n += part.text.length
   }
   return n
 }
