@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto'
 import { GatewayError } from '../errors.js'
 import { isRecord } from '../is-record.js'
 import { skipSpace, stringEnd } from './body-bytes.js'
-import { LazyText } from './lazy-text.js'
+import { isObjectItem, LazyText } from './lazy-text.js'
 
 /** Bodies of this many bytes or more are parsed with their long prompt strings left in bytes. */
 export const LAZY_BODY_BYTES = 16 * 1024
@@ -151,7 +151,7 @@ function adopt(value: unknown, texts: readonly LazyText[]): void {
     placed++
   }
   const content = (m: unknown): void => {
-    if (!isRecord(m)) return
+    if (!isObjectItem(m)) return
     keep(m, 'content')
     if (Array.isArray(m.content)) for (const part of m.content) if (isRecord(part)) keep(part, 'text')
   }

@@ -184,3 +184,11 @@ export type Text = string | LazyText
 export function isText(v: unknown): v is Text {
   return typeof v === 'string' || v instanceof LazyText
 }
+
+/**
+ * A JSON object, not a string left in the bytes (isRecord is true for a LazyText): for the
+ * arrays whose elements may be either (the Responses API's `input`).
+ */
+export function isObjectItem(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof LazyText)
+}

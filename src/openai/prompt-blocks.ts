@@ -20,7 +20,7 @@
 
 import type { PromptBlocks } from '../backends/prefix-index.js'
 import { isRecord } from '../is-record.js'
-import { isText, type LazyText, type Text } from './lazy-text.js'
+import { isObjectItem, isText, type LazyText, type Text } from './lazy-text.js'
 import type { JsonBody } from './request-fields.js'
 import { MESSAGE_OVERHEAD_TOKENS } from './token-estimator.js'
 
@@ -259,7 +259,7 @@ export function promptBlocks(
     h.header('system')
     h.piece(body.instructions)
   }
-  if (Array.isArray(input) && input.some(isRecord)) {
+  if (Array.isArray(input) && input.some(isObjectItem)) {
     for (const item of input) {
       if (isText(item)) {
         h.header('user')

@@ -5,7 +5,7 @@
  */
 
 import { isRecord } from '../is-record.js'
-import { isText } from './lazy-text.js'
+import { isObjectItem, isText } from './lazy-text.js'
 
 export type JsonBody = Record<string, unknown>
 
@@ -71,11 +71,11 @@ export function promptSize(body: JsonBody): PromptSize {
     return { chars: n, messages: messages.length }
   }
   const input = body.input
-  if (Array.isArray(input) && input.some(isRecord)) {
+  if (Array.isArray(input) && input.some(isObjectItem)) {
     // Responses API: input items ({role, content} messages), and instructions as a system message
     let n = instructions
     for (const item of input) {
-      if (isRecord(item)) n += contentChars(item.content)
+      if (isObjectItem(item)) n += contentChars(item.content)
       else if (isText(item)) n += item.length
     }
     return { chars: n, messages: input.length + (isText(body.instructions) ? 1 : 0) }
