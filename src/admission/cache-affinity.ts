@@ -6,7 +6,7 @@
  */
 import type { BackendPool, EndpointView, Lease } from '../backends/types.js'
 import type { Clock } from '../clock.js'
-import { cacheHoldMs, type HoldInputs, recomputeRefusalMs } from './cache-hold.js'
+import { cacheHoldMs, type HoldInputs, homeCache, recomputeRefusalMs } from './cache-hold.js'
 import type { ClassQueues } from './class-queues.js'
 import type { EndpointGates } from './gate.js'
 import type { PoolPredictor } from './pool-prediction.js'
@@ -65,12 +65,13 @@ export class CacheAffinity {
     const closed = this.closedHome(w, open)
     if (closed === undefined) return NOT_HELD
     const h = this.holdInputs(w, open, closed)
-    const holdMs = cacheHoldMs(h)
+    const home = homeCache(h) // once, for both verdicts
+    const holdMs = cacheHoldMs(h, home)
     if (holdMs > 0) {
       w.heldSince ??= h.now
       return { closed, holdMs }
     }
-    const refuseMs = this.p.refuseRecompute ? recomputeRefusalMs(h, w.promptTokens) : undefined
+    const refuseMs = this.p.refuseRecompute ? recomputeRefusalMs(h, w.promptTokens, home) : undefined
     if (refuseMs === undefined) return { closed, holdMs: 0 }
     this.refusedRecompute++
     return { closed, holdMs: 0, refuseMs }

@@ -76,10 +76,15 @@ export interface HoldInputs {
   readonly slackMs?: number
 }
 
-/** The home closed to the request, what it holds, and the most an open endpoint holds (-1: none open). */
-function closedHome(
-  h: HoldInputs,
-): { home: EndpointView; homeCached: number; openCached: number } | undefined {
+/** The home closed to a request, what it holds, and the most an open endpoint holds (-1: none open). */
+export interface HomeCache {
+  readonly home: EndpointView
+  readonly homeCached: number
+  readonly openCached: number
+}
+
+/** The request's home when it is closed to it and holds some of its prompt; else undefined. */
+export function homeCache(h: HoldInputs): HomeCache | undefined {
   const home = h.home
   if (home === undefined || !(h.msPerToken > 0)) return undefined
   if (h.open(home)) return undefined
@@ -90,9 +95,11 @@ function closedHome(
   return { home, homeCached, openCached }
 }
 
-/** How long to hold the request for its home endpoint, ms; 0: dispatch it now where it can go. */
-export function cacheHoldMs(h: HoldInputs): number {
-  const c = closedHome(h)
+/**
+ * How long to hold the request for its home endpoint, ms; 0: dispatch it now where it can go.
+ * `c`: homeCache(h), when the caller has it already.
+ */
+export function cacheHoldMs(h: HoldInputs, c = homeCache(h)): number {
   if (c === undefined) return 0
   const { home, homeCached, openCached } = c
   if (openCached < 0) return 0 // nothing is open: it waits anyway
@@ -112,9 +119,12 @@ export function cacheHoldMs(h: HoldInputs): number {
  * (of its `promptTokens`), the ms until its home reopens (the request is refused, told to
  * come back then); else undefined (it goes where it can).
  */
-export function recomputeRefusalMs(h: HoldInputs, promptTokens: number): number | undefined {
+export function recomputeRefusalMs(
+  h: HoldInputs,
+  promptTokens: number,
+  c = homeCache(h),
+): number | undefined {
   if (h.busy !== true) return undefined
-  const c = closedHome(h)
   if (c === undefined || c.openCached < 0) return undefined
   const extra = c.homeCached - c.openCached
   if (!(extra > promptTokens - c.homeCached)) return undefined
