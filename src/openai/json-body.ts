@@ -48,7 +48,6 @@ export function poisoned(v: unknown): boolean {
       for (const c of node) if (typeof c === 'object' && c !== null) stack.push(c)
       continue
     }
-    if (node instanceof LazyText) continue
     if (hasOwn.call(node, '__proto__')) return true
     for (const k in node) {
       const c = node[k]
@@ -80,6 +79,7 @@ export function parseJsonBody(raw: Buffer, lazy: LazyLimits = LAZY): ReceivedJso
   } catch (err) {
     throw new GatewayError('GW_ERR_INVALID_JSON', {}, { cause: err })
   }
+  // judged before the cut strings are put back: placeholders are plain strings
   if (poisoned(value)) throw new GatewayError('GW_ERR_INVALID_JSON', {})
   if (spans.length > 0) adopt(value, lazyTexts(raw, spans))
   return new ReceivedJson(raw, value)
