@@ -140,6 +140,9 @@ export class Pipeline {
       const headers: Record<string, string> = { ...errorHeaders(err), 'x-request-id': t.id }
       // refused from the gateway's queue: how long it waited there (absent: refused on arrival)
       if (t.queuedMs !== undefined) headers['x-gateway-queue-ms'] = String(Math.round(t.queuedMs))
+      // how long the gateway held it, from its whole body received to this answer (W3C Server
+      // Timing): what a client measures beyond this is the network and the two event loops
+      headers['server-timing'] = `gateway;dur=${(this.clock.now() - t.arrivedAt).toFixed(2)}`
       res.writeHead(err.status, headers)
       res.end(err.toJSON())
     }
