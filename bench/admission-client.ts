@@ -6,6 +6,8 @@
  * choice (the simulator, like vLLM, sends the role and the first token together). The request
  * never throws: a network error is status 0, a cut-off (the run's abort signal) sets `cut`.
  */
+import { subscribe } from 'node:diagnostics_channel'
+import type { Socket } from 'node:net'
 import type { Dispatcher } from 'undici'
 import { SseSplitter } from '../src/loadgen/sse-split.js'
 import { type Arrival, chatMessages } from './admission-workload.js'
@@ -32,7 +34,35 @@ export interface Outcome {
   degraded?: string
   rejectReason?: string
   retryAfterS?: number
+  /** When undici wrote the request to a socket, wall ms from the run's start (after any connect). */
+  writtenMs?: number
+  /** It opened a new connection (none of the pool's was free). */
+  newConnection?: boolean
+  /** A refusal's `server-timing: gateway;dur=`: how long the gateway held it, wall ms. */
+  gatewayMs?: number
 }
+
+/**
+ * When each request goes on the wire: undici publishes the moment it writes a request's headers
+ * (after connecting, if it had to). A refusal's wait at the client splits into the client's own
+ * (dispatch, connect) and the wait from that write on. Requests are known by an `x-bench-id`.
+ */
+const onTheWire = new Map<string, { o: Outcome; t0: number }>()
+const usedSockets = new WeakSet<Socket>()
+const BENCH_ID = /\r\nx-bench-id: (\S+)\r\n/
+let nextId = 0
+subscribe('undici:client:sendHeaders', (message) => {
+  const m = message as { headers: string; socket: Socket }
+  const id = BENCH_ID.exec(`\r\n${m.headers}`)?.[1]
+  const sent = id === undefined ? undefined : onTheWire.get(id)
+  if (sent === undefined) return
+  onTheWire.delete(id as string)
+  sent.o.writtenMs = performance.now() - sent.t0
+  sent.o.newConnection = !usedSockets.has(m.socket)
+  usedSockets.add(m.socket)
+})
+
+const SERVER_TIMING = /(?:^|,)\s*gateway;dur=([\d.]+)/
 
 export interface SendContext {
   readonly client: Dispatcher
@@ -73,8 +103,11 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (a.cls === 'batch') headers['x-priority'] = 'batch'
   if (a.allowDemotion === true) headers['x-gateway-allow-demotion'] = 'true'
+  const id = String(++nextId)
+  headers['x-bench-id'] = id
   const sentMs = performance.now() - ctx.t0
   const o: Outcome = { arrival: a, dueMs, sentMs, status: 0, tokenMs: [], cut: false, done: false }
+  onTheWire.set(id, { o, t0: ctx.t0 })
   try {
     const res = await ctx.client.request({
       method: 'POST',
@@ -97,6 +130,8 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
     const ra = num(header(h, 'retry-after'))
     if (ra !== undefined) o.retryAfterS = ra
     if (res.statusCode !== 200) {
+      const timing = SERVER_TIMING.exec(header(h, 'server-timing') ?? '')?.[1]
+      if (timing !== undefined) o.gatewayMs = Number(timing)
       const m = PREDICTED.exec(await res.body.text())
       if (m?.[1] !== undefined) o.refusedPredictedMs = Number(m[1])
       o.done = true
@@ -122,6 +157,7 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
     if (ctx.signal.aborted) o.cut = true
     else o.error = (err as Error).name
   }
+  onTheWire.delete(id)
   return o
 }
 
@@ -138,6 +174,11 @@ export function outcomeLine(path: string, segment: string, o: Outcome) {
     outputTokens: o.arrival.outputTokens,
     sentMs: Math.round(o.sentMs),
     status: o.status,
+    /** Send, the write to a socket, and response headers, wall ms after the send. */
+    writtenMs: after(o, o.writtenMs),
+    headersMs: after(o, o.headersMs),
+    newConnection: o.newConnection,
+    gatewayMs: o.gatewayMs,
     error: o.error,
     reason: o.rejectReason,
     predictedTtftMs: o.predictedTtftMs,
@@ -152,4 +193,8 @@ export function outcomeLine(path: string, segment: string, o: Outcome) {
     degraded: o.degraded,
     cut: o.cut,
   }
+}
+
+function after(o: Outcome, ms: number | undefined): number | undefined {
+  return ms === undefined ? undefined : Math.round((ms - o.sentMs) * 100) / 100
 }

@@ -35,6 +35,15 @@ export interface Quality {
   /** The same, wall ms (the gateway's own decision time is not slowed by the time scale). */
   readonly refusalP99WallMs: number
   readonly refusals: number
+  /**
+   * Where a refusal on arrival's wait went, wall ms (NaN without the figures): the gateway's own
+   * share (its `server-timing`), p99; the wait from the request's write to an already open
+   * connection to the response headers, p99 (the client's dispatch and connect left out); and
+   * how many of them waited for a new connection first.
+   */
+  readonly refusalGatewayP99WallMs: number
+  readonly refusalOpenP99WallMs: number
+  readonly refusalsOnNewConnection: number
   /** Refused from the gateway's queue before their deadline (early refusal): count and wait p99, model ms. */
   readonly queueRefusals: number
   readonly queueRefusalP99Ms: number
@@ -122,6 +131,15 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
     refusalP99Ms: p99(atArrival.map(latency)),
     refusalP99WallMs: p99(atArrival.map((o) => latency(o) * scale)),
     refusals: atArrival.length,
+    refusalGatewayP99WallMs: p99(atArrival.flatMap((o) => (o.gatewayMs === undefined ? [] : [o.gatewayMs]))),
+    refusalOpenP99WallMs: p99(
+      atArrival.flatMap((o) =>
+        o.newConnection === false && o.writtenMs !== undefined && o.headersMs !== undefined
+          ? [o.headersMs - o.writtenMs]
+          : [],
+      ),
+    ),
+    refusalsOnNewConnection: atArrival.filter((o) => o.newConnection === true).length,
     queueRefusals: fromQueue.length,
     queueRefusalP99Ms: p99(fromQueue.map(latency)),
     queueRefusalShare: queued > 0 ? fromQueue.length / queued : Number.NaN,

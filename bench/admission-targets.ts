@@ -5,7 +5,7 @@
 import { fmt, type Report } from '../src/loadgen/report.js'
 import { bestHaproxy, pathLabel, ratioToBest } from './admission-compare.js'
 import type { EstimatorError } from './admission-metrics.js'
-import { longestVsShortest } from './admission-quality.js'
+import { longestVsShortest, type Quality } from './admission-quality.js'
 import { type LevelResult, pct } from './admission-report.js'
 
 export const TARGETS_14 = {
@@ -88,7 +88,7 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
         figure:
           q.refusals === 0
             ? 'no refusals'
-            : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals})${loopText(l.runs.gateway)}`,
+            : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals})${splitText(q)}${loopText(l.runs.gateway)}`,
         hit: q.refusals === 0 ? undefined : q.refusalP99WallMs < TARGETS_14.refusalWallMs,
       },
       {
@@ -103,6 +103,17 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
     )
   }
   return rows
+}
+
+/** Where a refusal on arrival's wait went: the gateway's own share, the wait on an open connection. */
+function splitText(q: Quality): string {
+  const parts: string[] = []
+  if (!Number.isNaN(q.refusalGatewayP99WallMs))
+    parts.push(`the gateway held them p99 ${fmt(q.refusalGatewayP99WallMs, 2)} ms (its server-timing)`)
+  if (!Number.isNaN(q.refusalOpenP99WallMs))
+    parts.push(`from the write on an open connection p99 ${fmt(q.refusalOpenP99WallMs, 1)} ms`)
+  if (q.refusalsOnNewConnection > 0) parts.push(`${q.refusalsOnNewConnection} opened a connection first`)
+  return parts.length === 0 ? '' : `; ${parts.join(', ')}`
 }
 
 /** The gateway's own event-loop delay and CPU in the window: what a refusal at arrival waits behind. */

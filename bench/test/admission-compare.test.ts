@@ -97,8 +97,22 @@ function outcome(seq: number, promptTokens: number, o: Partial<Outcome>): Outcom
 describe('admission quality at the client', () => {
   const outcomes: Outcome[] = [
     // refused at arrival in 1 and 3 wall ms; shed after 400 ms; refused from the queue after 100 ms
-    outcome(0, 100, { status: 503, headersMs: 201, rejectReason: 'ttft_slo' }),
-    outcome(1, 5000, { status: 503, headersMs: 203, rejectReason: 'ttft_slo' }),
+    outcome(0, 100, {
+      status: 503,
+      headersMs: 201,
+      rejectReason: 'ttft_slo',
+      writtenMs: 200.5,
+      newConnection: false,
+      gatewayMs: 0.2,
+    }),
+    outcome(1, 5000, {
+      status: 503,
+      headersMs: 203,
+      rejectReason: 'ttft_slo',
+      writtenMs: 202.5,
+      newConnection: true,
+      gatewayMs: 0.4,
+    }),
     outcome(2, 5000, { status: 503, headersMs: 600, rejectReason: 'queue_timeout', queueMs: 400 }),
     outcome(6, 5000, { status: 503, headersMs: 400, rejectReason: 'ttft_slo', queueMs: 100 }),
     // admitted: one good (TTFT 100, TPOT 10), one degraded and good, one degraded and late
@@ -118,6 +132,10 @@ describe('admission quality at the client', () => {
     // p99 of 1 and 3 wall ms (interpolated), model ms = wall / scale
     expect(q.refusalP99WallMs).toBeCloseTo(2.98, 9)
     expect(q.refusalP99Ms).toBeCloseTo(1.49, 9)
+    // apart: the gateway's own share, and the wait on an open connection from the write on
+    expect(q.refusalGatewayP99WallMs).toBeCloseTo(0.398, 9)
+    expect(q.refusalOpenP99WallMs).toBeCloseTo(0.5, 9) // the one on a new connection left out
+    expect(q.refusalsOnNewConnection).toBe(1)
     expect(q.anyRefusalP99Ms).toBeGreaterThan(190)
     expect(q.anyRefusalP99Ms).toBeLessThanOrEqual(200)
     expect(q.queueTimeouts).toBe(1)
