@@ -47,6 +47,8 @@ export interface TelemetryHistory {
 
 export interface TelemetryLogger {
   info(obj: object, msg?: string): void
+  /** pino's: the periodic summary is not computed while its lines would not be written. */
+  isLevelEnabled?(level: string): boolean
 }
 
 export interface TelemetryDeps {
@@ -175,6 +177,7 @@ export function createTelemetry(config: GatewayConfig, deps: TelemetryDeps): Tel
   if (tc.summary_interval_ms > 0 && logger !== undefined) {
     timers.push(
       setInterval(() => {
+        if (logger.isLevelEnabled?.('info') === false) return
         for (const line of summaryLines(windows, clock.now())) logger.info(line, 'slo summary')
       }, tc.summary_interval_ms),
     )
