@@ -102,6 +102,9 @@ export function setupSection(report: Report, f: SetupFacts): void {
       'TTFT = dispatch to the first SSE event with a choice, TPOT = (last − first token) / (tokens − 1),',
       'both measured by the load generator. Estimator error = |`x-gateway-predicted-ttft-ms` − measured TTFT|',
       '/ measured TTFT per admitted streamed request (both wall ms, so the ratio needs no scaling).',
+      'A refusal on arrival is timed from the send to its response headers (wall ms); its row also says how',
+      "long the gateway held it (its `server-timing`), the wait from the request's write on an already open",
+      "connection (the load generator's dispatch and connect left out), and how many opened a connection first.",
     ].join('\n'),
   )
   report.heading('Workload')
