@@ -111,7 +111,12 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
     settleMs: w.settle_s * 1000,
     measureMs: measureMs(x),
     tailMs: w.tail_s * 1000,
-    arrivals: mergedArrivals(wl.spec, { interactive: x * cap.interactiveRps, batch: batchRate }, segDur(x)),
+    // bursty arrivals offer the level's count in each part, the measured window among them
+    arrivals: mergedArrivals(wl.spec, { interactive: x * cap.interactiveRps, batch: batchRate }, segDur(x), [
+      w.settle_s * 1000,
+      measureMs(x),
+      w.tail_s * 1000,
+    ]),
   })
   // not judged for goodput; its window is the whole segment, so the estimator's error in it is read
   const lead = (ms: number, name: string): Segment => ({

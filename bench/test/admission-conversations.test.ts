@@ -5,7 +5,14 @@ import { parseChatRequest } from '../../src/sim/openai-parse.js'
 import { blockHashes } from '../../src/sim/prefix-hash.js'
 import { parseBenchFile } from '../admission-config.js'
 import { type PrefixSpec, shapeConversations } from '../admission-conversations.js'
-import { type Arrival, chatMessages, classSequence, type WorkloadSpec } from '../admission-workload.js'
+import {
+  type Arrival,
+  chatMessages,
+  classArrivals,
+  classSequence,
+  mergedArrivals,
+  type WorkloadSpec,
+} from '../admission-workload.js'
 import { parseLevels, selectWorkloads } from '../admission-workloads.js'
 import { gapStats } from './gap-stats.js'
 
@@ -89,6 +96,39 @@ describe('bursty arrivals', () => {
     expect(mean).toBeLessThan(1060)
     expect(cv).toBeGreaterThan(2.7)
     expect(cv).toBeLessThan(3.3)
+  })
+
+  it('offers each window the level rate x its length, in bursts: the measured window holds what the level is named for', () => {
+    const w = selectWorkloads(file, 'bursty')[0]?.spec as WorkloadSpec
+    // a level as bench:admission cuts it: settle 1 s, the measured window, a tail of 0.5 s
+    for (const rate of [6.2, 24.8, 49.5]) {
+      const measureMs = (120 / rate) * 1000
+      const windows = [1000, measureMs, 500]
+      const a = classArrivals(w, 'interactive', rate, 1500 + measureMs, windows)
+      const inWindow = (from: number, ms: number) =>
+        a.filter((x) => x.atMs >= from && x.atMs < from + ms).length
+      expect(inWindow(0, 1000)).toBe(Math.round(rate))
+      expect(inWindow(1000, measureMs)).toBe(120)
+      expect(inWindow(1000 + measureMs, 500)).toBe(Math.round(rate / 2))
+      expect(new Set(a.map((x) => x.seq)).size).toBe(a.length)
+    }
+    // the draws alone put 54 in the 0.5x level's window of this seed (the reason for the fixed count)
+    const drawn = classSequence(w, 'interactive', 400).filter(
+      (x) => x.atMs / 6.2 >= 1000 && x.atMs / 6.2 < 1000 + (120 / 6.2) * 1000,
+    )
+    expect(drawn.length).toBeLessThan(80)
+    // the bursts stay: over one long window the gaps keep the coefficient of variation of 3
+    const long = classArrivals(w, 'interactive', 10, 4_000_000)
+    expect(long.length).toBe(40_000)
+    const { mean, cv } = gapStats(long)
+    expect(mean).toBeGreaterThan(94)
+    expect(mean).toBeLessThan(106)
+    expect(cv).toBeGreaterThan(2.7)
+    expect(cv).toBeLessThan(3.3)
+    // batch (Poisson) is drawn as before: the flood next to it is unchanged
+    const both = mergedArrivals(w, { interactive: 10, batch: 5 }, 20_000, [20_000])
+    const batch = classArrivals(w, 'batch', 5, 20_000)
+    expect(both.filter((x) => x.cls === 'batch')).toEqual(batch)
   })
 
   it('measures each level over more arrivals than Poisson workloads (min_requests of its own)', () => {
