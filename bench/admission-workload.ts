@@ -141,8 +141,8 @@ export function classArrivals(
 }
 
 /**
- * Gamma arrivals at `ratePerS`, exactly rate × length of them in each window (rounded), when
- * the gamma gaps of the sequence place them: each window takes the next count + 1 arrivals
+ * Gamma arrivals at `ratePerS`: exactly rate × length of them in each window (rounded), placed
+ * by the gamma gaps of the sequence. Each window takes the next count + 1 arrivals
  * of the sequence and scales their times so that the last (not sent) falls on its end. The
  * bursts stay (scaling keeps the gaps' coefficient of variation) and a level offers the load
  * it is named for. Left to the draws, a window of ~120 arrivals at CV 3 offers ±27% of it
