@@ -180,9 +180,17 @@ export class PoolPredictor {
     const horizonMs = this.horizonMs(className)
     const requests = ahead.requests + SLOT_MARGIN
     const eps = this.endpointsNow(className, views, open, requests, requests * kvTokens, this.clock.now())
-    const arriving = this.arrivals.tokensPerMs(className)
+    const arriving = this.arrivingAt(className, views)
     const forecast = forecastDispatch(eps, ahead, computeTokens, kvTokens, arriving, horizonMs, goesTo)
     return { forecast, horizonMs }
+  }
+
+  /**
+   * Prompt tokens of `className` arriving per ms at one of `views`: the picker spreads the
+   * class's arrivals over the endpoints, so one endpoint's next step meets its share of them.
+   */
+  private arrivingAt(className: string, views: readonly EndpointView[]): number {
+    return this.arrivals.tokensPerMs(className) / Math.max(1, views.length)
   }
 
   /** How far a forecast for `className` looks: twice its TTFT objective (a second without one). */
@@ -279,7 +287,7 @@ export class PoolPredictor {
         Number.POSITIVE_INFINITY,
         now,
       )
-      const arriving = this.arrivals.tokensPerMs(name)
+      const arriving = this.arrivingAt(name, views)
       const horizonMs = this.horizonMs(name)
       const queueWaitMs = (w: Waiting, ahead: Ahead) =>
         forecastDispatch(eps, ahead, w.computeTokens ?? w.promptTokens, w.kvTokens, arriving, horizonMs)

@@ -14,10 +14,10 @@
  *   P = the prompt tokens the server must compute in the step that brings the first token:
  *       those sent with it (the prompts pending at the endpoint beyond the step in progress,
  *       or, for a queued request, those ahead of it in its burst; and those expected to
- *       arrive behind it before that step begins, at the class's arrival rate while the
- *       budget has room), what waits at the server from other clients, and its own prompt
- *       less the prefix the server is expected to hold in its prefix cache
- *       (prefix-awareness.ts; the whole prompt when prefix awareness is off);
+ *       arrive behind it before that step begins, at its endpoint's share of the class's
+ *       arrival rate while the budget has room), what waits at the server from other
+ *       clients, and its own prompt less the prefix the server is expected to hold in its
+ *       prefix cache (prefix-awareness.ts; the whole prompt when prefix awareness is off);
  *   S = a decode step at the endpoint then, by its step model (its streams and their context);
  *   R = the time left in the step in progress when it is sent (a prompt sent mid-step waits
  *       for that step to end): by the step model, from when the gateway saw that step begin.
