@@ -15,9 +15,15 @@ import { DecodeGuard, type ItlWindow } from './decode-guard.js'
 import type { EndpointNow } from './dispatch-forecast.js'
 import { freeSlots, type GateLimits, hasHeadroom, kvFits, kvFreeTokens } from './headroom.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
-import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
+import { type FirstTokenPromise, fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
 import type { RunningEnd } from './running.js'
-import { EngineTimeline, type Phase, type StepMark, type StepPriors } from './step-timeline.js'
+import {
+  EngineTimeline,
+  MISSED_STEP_MS,
+  type Phase,
+  type StepMark,
+  type StepPriors,
+} from './step-timeline.js'
 import type { ServerView } from './ttft-estimator.js'
 
 /** Of a request's prompt, the tokens a given endpoint must compute (its cached prefix excluded). */
@@ -37,6 +43,8 @@ const NO_ENDS: readonly RunningEnd[] = []
  */
 export class EndpointGates {
   private readonly limits = new Map<string, GateLimits>()
+  /** Each class's priority (lower runs first): whose first-token promises a prompt of it keeps. */
+  private readonly priorities = new Map<string, number>()
   private readonly prefilling = new PrefillLedger()
   private readonly guard: DecodeGuard
   /** admission.max_prefill_tokens_per_endpoint, when the operator set it. */
@@ -74,6 +82,7 @@ export class EndpointGates {
       cfg.decode_headroom_below,
     )
     for (const [name, c] of Object.entries(classes)) {
+      this.priorities.set(name, c.priority)
       this.limits.set(name, {
         maxKvUsage: c.max_kv_usage,
         maxWaiting: cfg.max_server_waiting,
@@ -106,13 +115,17 @@ export class EndpointGates {
     this.guard.onChange = f
   }
 
+  /** Called when an endpoint's engine began a step (a prompt held for a promise may go). */
+  onStepBegin: () => void = () => {}
+
   /**
    * The gate for one request of `className`: room in its class's share of the prefill
    * budget (while a class above it has work), a decode within the TPOT objectives, and
-   * headroom. `pastGuard`: the request is served under its class's floor (min_share) and
-   * skips the decode guard and its class's share of the budget (it may use all of it), so
-   * the classes above cannot hold it forever. `computeAt`: its tokens to compute at each
-   * endpoint (default: the whole prompt).
+   * headroom, and no first-token promise broken (breaksPromise). `pastGuard`: the request is
+   * served under its class's floor (min_share) and skips the decode guard, the promises and
+   * its class's share of the budget (it may use all of it), so the classes above cannot hold
+   * it forever. `computeAt`: its tokens to compute at each endpoint (default: the whole prompt).
+   * `keepPromises` false: the promises do not hold it (it would miss its own objective).
    */
   open(
     className: string,
@@ -120,15 +133,42 @@ export class EndpointGates {
     promptTokens: number,
     pastGuard = false,
     computeAt?: ComputeAt,
+    keepPromises = true,
   ): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
+    const priority = this.priorities.get(className) ?? 0
     return (v) => {
       const tokens = computeAt?.(v) ?? promptTokens
       const budget = this.budget(v).tokens * this.share(className, limits, pastGuard)
       if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) return false
       if (!pastGuard && !this.guard.allows(className, v.name)) return false
+      if (!pastGuard && keepPromises && this.breaksPromise(v.name, tokens, priority)) return false
       return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
     }
+  }
+
+  /**
+   * True when `tokens` more of prompt sent to `endpoint` now would break a first-token promise
+   * that holds without them. The engine takes every prompt waiting for it into its next step
+   * (up to its step budget), so a prompt sent now lengthens that step: the first tokens of the
+   * prompts sent since the step in progress began (of classes of `priority` or above) come
+   * later by its prefill. Where that would take one past what its client was told (its
+   * predicted TTFT, with slack), the prompt waits for the next step to begin (the dispatcher
+   * runs then: onStepBegin), and its own prediction says so (the forecast finds the gate
+   * closed until that step's end). Only where a step is known in progress (streams decode
+   * there): an idle engine begins a step with the first prompt it gets.
+   */
+  private breaksPromise(endpoint: string, tokens: number, priority: number): boolean {
+    const tl = this.timeline(endpoint)
+    const start = tl.stepStart()
+    if (start === undefined || tl.decoding === 0) return false
+    const by = this.prefilling.earliestPromise(endpoint, start - MISSED_STEP_MS, priority)
+    if (by === Number.POSITIVE_INFINITY) return false
+    const now = this.clock.now()
+    const phase = tl.phase(now)
+    const next = Math.max(0, this.prefilling.at(endpoint) - phase.inStepTokens)
+    const begins = now + phase.residualMs
+    return begins + tl.nextStepMs(next + tokens) > by && begins + tl.nextStepMs(next) <= by
   }
 
   /**
@@ -153,6 +193,8 @@ export class EndpointGates {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }
     if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.guard.reopenInMs(v.name))
+    if (this.breaksPromise(v.name, tokens, this.priorities.get(className) ?? 0))
+      ms = Math.max(ms, this.phase(v.name).residualMs)
     if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {
       ms = Math.max(ms, slotFreeInMs(v.name))
     }
@@ -271,7 +313,7 @@ export class EndpointGates {
 
   /** A token of `stream` reached the gateway from `endpoint` at `now` (EngineTimeline.tokenFrom). */
   tokenFrom(endpoint: string, stream: StepMark, now: number): void {
-    this.timeline(endpoint).tokenFrom(stream, now)
+    if (this.timeline(endpoint).tokenFrom(stream, now)) this.onStepBegin()
   }
 
   /** When the step of `endpoint` whose end brought a token at `now` began; undefined when unknown. */
@@ -315,10 +357,22 @@ export class EndpointGates {
    * A request of `promptTokens` was sent to `endpoint`, its first token expected in
    * `expectedMs`: counts its prompt until its first token. Returns the call that uncounts
    * the prompt (once). `joined`: told the prompt tokens sent there after it, until then.
+   * `promise`: by when its client was told its first token comes, and its class (the prompts
+   * sent after it keep that: breaksPromise).
    */
-  dispatched(endpoint: string, promptTokens: number, expectedMs: number, joined?: JoinedSink): () => void {
+  dispatched(
+    endpoint: string,
+    promptTokens: number,
+    expectedMs: number,
+    joined?: JoinedSink,
+    promise?: { readonly by: number; readonly className: string },
+  ): () => void {
     const now = this.clock.now()
-    return this.prefilling.add(endpoint, promptTokens, now + expectedMs, joined, now)
+    const kept: FirstTokenPromise | undefined =
+      promise === undefined
+        ? undefined
+        : { by: promise.by, priority: this.priorities.get(promise.className) ?? 0 }
+    return this.prefilling.add(endpoint, promptTokens, now + expectedMs, joined, now, kept)
   }
 
   /** A stream's TPOT, in all or so far, for its class's TPOT margin (DecodeGuard.judgeTpot). */

@@ -36,6 +36,12 @@ import { AdmittedLease, Waiting } from './waiting.js'
 export type { PoolPrediction }
 export { Waiting }
 
+/**
+ * A first token is promised by its arrival plus its predicted TTFT times 1 + this: a prompt
+ * that would push an earlier one's past that waits for the next engine step (gate.ts).
+ */
+const PROMISE_SLACK = 0.3
+
 export class PoolAdmission {
   readonly pool: BackendPool
   readonly estimator: TtftEstimator
@@ -112,6 +118,7 @@ export class PoolAdmission {
     for (const name of Object.keys(classes)) this.lastAdmitted.set(name, clock.now())
     this.gates = new EndpointGates(classes, cfg, clock, this.facts.priors.prefillTokensPerS)
     this.gates.onChange = () => this.schedulePump()
+    this.gates.onStepBegin = () => this.schedulePump()
     // a class's prefill share binds while a class above it has work (in flight or queued)
     const above = classesBy(defs, (o, d) => o.priority < d.priority)
     this.gates.aboveBusy = (className) => {
@@ -192,6 +199,8 @@ export class PoolAdmission {
     const work = w.computeTokens ?? w.promptTokens
     this.arrivals.arrived(w.className, work)
     w.dispatchBy = deadline
+    if (this.ttft.get(w.className) !== undefined)
+      w.promiseBy = this.clock.now() + w.prediction.totalMs * (1 + PROMISE_SLACK)
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const open = this.openFor(w, false)
       const { holdMs, refuseMs } = this.affinity.weigh(w, open)
@@ -267,7 +276,8 @@ export class PoolAdmission {
     this.estimator.onDispatch(w.promptTokens)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
-    const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w)
+    const promise = w.promiseBy === undefined ? undefined : { by: w.promiseBy, className: w.className }
+    const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w, promise)
     return new AdmittedLease(lease, w, this, uncount)
   }
 
@@ -413,7 +423,8 @@ export class PoolAdmission {
    */
   private openFor(w: Waiting, floor: boolean): (v: EndpointView) => boolean {
     const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
-    const gate = this.gates.open(w.className, w.kvTokens, w.promptTokens, floor, computeAt)
+    const keepPromises = w.prediction.overPromises !== true
+    const gate = this.gates.open(w.className, w.kvTokens, w.promptTokens, floor, computeAt, keepPromises)
     if (floor) return gate
     const reserves = this.reserve.of(w.className, this.clock.now())
     if (reserves.length === 0) return gate

@@ -105,7 +105,9 @@ export class PoolPredictor {
    * prefix-awareness.ts); `leastComputeTokens` is what the endpoint holding the most of it
    * would compute. `session`: its x-session-id (session affinity, when the pool routes by it).
    * `order`: its rank in its class's queue (its TTFT deadline): the queued requests of its
-   * class it would go ahead of are not ahead of it.
+   * class it would go ahead of are not ahead of it. `keepPromises` false: were it not held
+   * for the first-token promises of the requests sent before it (its prediction then says
+   * `overPromises`, and the dispatcher does not hold it for them).
    */
   predict(
     className: string,
@@ -114,11 +116,12 @@ export class PoolPredictor {
     blocks?: PromptBlocks,
     session?: string,
     order?: number,
+    keepPromises = true,
   ): PoolPrediction {
     const views = this.pool.views()
     const view = this.gates.serverView(views, this.meanPrompt)
     const computeAt = this.prefix.computeAt(blocks, promptTokens)
-    const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt)
+    const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt, keepPromises)
     const blocked = !views.some(open)
     const kvBlocked =
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))
@@ -145,12 +148,13 @@ export class PoolPredictor {
       goesTo = chosen === undefined ? undefined : views.indexOf(chosen)
     }
     const queuedAhead = { tokens: queued ?? 0, requests: requestsAhead }
-    const prediction = this.estimator.predict(
+    const predicted = this.estimator.predict(
       view,
       this.forecast(className, views, queuedAhead, compute, kvTokens, open, goesTo),
       compute,
       queued !== undefined,
     )
+    const prediction = keepPromises ? predicted : { ...predicted, overPromises: true }
     return {
       prediction,
       usable: views.length,

@@ -12,6 +12,17 @@ interface Entry {
   /** When its first token is expected (the estimator's server time at dispatch). */
   readonly doneAt: number
   readonly joined: JoinedSink | undefined
+  /** What its first token was promised (undefined: nothing promised). */
+  readonly promise: FirstTokenPromise | undefined
+}
+
+/**
+ * A first token promised to a client: by when (the arrival plus the TTFT the gateway
+ * predicted, with some slack), and its class's priority (lower runs first).
+ */
+export interface FirstTokenPromise {
+  readonly by: number
+  readonly priority: number
 }
 
 /**
@@ -55,14 +66,21 @@ export class PrefillLedger {
    * Counts `tokens` sent to `endpoint`, expected prefilled at `doneAt`; the returned
    * function uncounts them (once).
    */
-  add(endpoint: string, tokens: number, doneAt: number, joined?: JoinedSink, sentAt = 0): () => void {
+  add(
+    endpoint: string,
+    tokens: number,
+    doneAt: number,
+    joined?: JoinedSink,
+    sentAt = 0,
+    promise?: FirstTokenPromise,
+  ): () => void {
     let e = this.byEndpoint.get(endpoint)
     if (e === undefined) {
       e = { tokens: 0, entries: [] }
       this.byEndpoint.set(endpoint, e)
     }
     const ep = e
-    const entry: Entry = { tokens, sentAt, doneAt, joined }
+    const entry: Entry = { tokens, sentAt, doneAt, joined, promise }
     for (const other of ep.entries) other.joined?.join(tokens, sentAt)
     ep.tokens += tokens
     ep.entries.push(entry)
@@ -85,6 +103,22 @@ export class PrefillLedger {
     let n = 0
     for (const x of e.entries) if (x.sentAt < t) n += x.tokens
     return n
+  }
+
+  /**
+   * The earliest first-token promise of the prompts sent to `endpoint` at or after `t` (the
+   * engine step not begun yet takes them) of classes of `priority` or above (lower runs
+   * first); Infinity when none is promised.
+   */
+  earliestPromise(endpoint: string, t: number, priority: number): number {
+    const e = this.byEndpoint.get(endpoint)
+    if (e === undefined) return Number.POSITIVE_INFINITY
+    let by = Number.POSITIVE_INFINITY
+    for (const x of e.entries) {
+      const p = x.promise
+      if (p !== undefined && x.sentAt >= t && p.priority <= priority && p.by < by) by = p.by
+    }
+    return by
   }
 
   /**

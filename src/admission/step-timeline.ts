@@ -153,8 +153,8 @@ export class EngineTimeline {
     this.model = new StepModel(priors)
   }
 
-  /** A token of `stream` reached the gateway at `now`: a new step began when it says so (above). */
-  tokenFrom(stream: StepMark, now: number): void {
+  /** A token of `stream` reached the gateway at `now`: a new step began when it says so (above); true then. */
+  tokenFrom(stream: StepMark, now: number): boolean {
     const s = this.step
     let begins = s === undefined || (this.decodes === 0 && now - s.start > SAME_STEP_MS)
     if (s !== undefined && stream.stepSeen === this.index) {
@@ -171,6 +171,7 @@ export class EngineTimeline {
     }
     stream.stepSeen = this.index
     stream.stepSeenAt = now
+    return begins
   }
 
   /**
@@ -256,6 +257,11 @@ export class EngineTimeline {
     const inStepTokens = this.ledger.sentBy(this.endpoint, s.start - MISSED_STEP_MS)
     const idle = this.decodes === 0 && this.ledger.at(this.endpoint) === 0
     return { inStepTokens, residualMs: idle ? 0 : Math.max(0, s.start + s.ms - now) }
+  }
+
+  /** When the step in progress began (undefined: none seen yet). */
+  stepStart(): number | undefined {
+    return this.step?.start
   }
 
   /** The predicted length of the step in progress, ms (0: none known). */

@@ -84,6 +84,11 @@ export interface Prediction {
   /** The time at the server, dispatch to first token. */
   readonly serverMs: number
   readonly totalMs: number
+  /**
+   * Admitted only by going ahead of the first-token promises of the requests sent before it
+   * (gate.ts, breaksPromise): kept, it would miss its own objective; it is not held for them.
+   */
+  readonly overPromises?: boolean
 }
 
 const ERROR_ALPHA = 0.05

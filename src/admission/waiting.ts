@@ -37,6 +37,11 @@ export class Waiting implements Queued {
   queuedAt = 0
   /** When it was first held for the endpoint caching its prompt (cache-hold.ts), if it was. */
   heldSince: number | undefined = undefined
+  /**
+   * By when its first token is promised (the pool's clock): its arrival plus its predicted
+   * TTFT, with slack; set when placed, for a class refused on its predicted TTFT.
+   */
+  promiseBy: number | undefined = undefined
   /** The latest dispatch that still meets its objectives (the pool's clock; set when placed). */
   dispatchBy = Number.POSITIVE_INFINITY
   /** Times a request behind it in its class went first, to the endpoint caching that one's prompt. */
