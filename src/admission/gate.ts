@@ -15,7 +15,7 @@ import { DecodeGuard, type ItlWindow } from './decode-guard.js'
 import type { EndpointNow } from './dispatch-forecast.js'
 import { freeSlots, type GateLimits, hasHeadroom, kvFits, kvFreeTokens } from './headroom.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
-import { type FirstTokenPromise, fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
+import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
 import type { RunningEnd } from './running.js'
 import {
   EngineTimeline,
@@ -357,22 +357,20 @@ export class EndpointGates {
    * A request of `promptTokens` was sent to `endpoint`, its first token expected in
    * `expectedMs`: counts its prompt until its first token. Returns the call that uncounts
    * the prompt (once). `joined`: told the prompt tokens sent there after it, until then.
-   * `promise`: by when its client was told its first token comes, and its class (the prompts
-   * sent after it keep that: breaksPromise).
+   * `promiseBy`: by when its client was told its first token comes (the prompts of its class
+   * `className` or below sent after it keep that: breaksPromise).
    */
   dispatched(
     endpoint: string,
     promptTokens: number,
     expectedMs: number,
     joined?: JoinedSink,
-    promise?: { readonly by: number; readonly className: string },
+    promiseBy?: number,
+    className?: string,
   ): () => void {
     const now = this.clock.now()
-    const kept: FirstTokenPromise | undefined =
-      promise === undefined
-        ? undefined
-        : { by: promise.by, priority: this.priorities.get(promise.className) ?? 0 }
-    return this.prefilling.add(endpoint, promptTokens, now + expectedMs, joined, now, kept)
+    const priority = className === undefined ? 0 : (this.priorities.get(className) ?? 0)
+    return this.prefilling.add(endpoint, promptTokens, now + expectedMs, joined, now, promiseBy, priority)
   }
 
   /** A stream's TPOT, in all or so far, for its class's TPOT margin (DecodeGuard.judgeTpot). */

@@ -276,8 +276,7 @@ export class PoolAdmission {
     this.estimator.onDispatch(w.promptTokens)
     const expectedMs = this.estimator.serverMs(w.serverFeatures)
     // the prefill ledger counts the work the server must do: the tokens it computes
-    const promise = w.promiseBy === undefined ? undefined : { by: w.promiseBy, className: w.className }
-    const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w, promise)
+    const uncount = this.gates.dispatched(endpoint, compute, expectedMs, w, w.promiseBy, w.className)
     return new AdmittedLease(lease, w, this, uncount)
   }
 

@@ -12,16 +12,11 @@ interface Entry {
   /** When its first token is expected (the estimator's server time at dispatch). */
   readonly doneAt: number
   readonly joined: JoinedSink | undefined
-  /** What its first token was promised (undefined: nothing promised). */
-  readonly promise: FirstTokenPromise | undefined
-}
-
-/**
- * A first token promised to a client: by when (the arrival plus the TTFT the gateway
- * predicted, with some slack), and its class's priority (lower runs first).
- */
-export interface FirstTokenPromise {
-  readonly by: number
+  /**
+   * By when its first token was promised to its client (Infinity: nothing promised), and
+   * its class's priority (lower runs first).
+   */
+  readonly promiseBy: number
   readonly priority: number
 }
 
@@ -72,7 +67,8 @@ export class PrefillLedger {
     doneAt: number,
     joined?: JoinedSink,
     sentAt = 0,
-    promise?: FirstTokenPromise,
+    promiseBy = Number.POSITIVE_INFINITY,
+    priority = 0,
   ): () => void {
     let e = this.byEndpoint.get(endpoint)
     if (e === undefined) {
@@ -80,7 +76,7 @@ export class PrefillLedger {
       this.byEndpoint.set(endpoint, e)
     }
     const ep = e
-    const entry: Entry = { tokens, sentAt, doneAt, joined, promise }
+    const entry: Entry = { tokens, sentAt, doneAt, joined, promiseBy, priority }
     for (const other of ep.entries) other.joined?.join(tokens, sentAt)
     ep.tokens += tokens
     ep.entries.push(entry)
@@ -114,10 +110,8 @@ export class PrefillLedger {
     const e = this.byEndpoint.get(endpoint)
     if (e === undefined) return Number.POSITIVE_INFINITY
     let by = Number.POSITIVE_INFINITY
-    for (const x of e.entries) {
-      const p = x.promise
-      if (p !== undefined && x.sentAt >= t && p.priority <= priority && p.by < by) by = p.by
-    }
+    for (const x of e.entries)
+      if (x.sentAt >= t && x.priority <= priority && x.promiseBy < by) by = x.promiseBy
     return by
   }
 

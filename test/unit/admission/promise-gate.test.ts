@@ -34,9 +34,9 @@ function setup() {
 describe('PrefillLedger.earliestPromise', () => {
   it('reads the earliest promise of the prompts sent since a time, of a priority or above', () => {
     const l = new PrefillLedger()
-    l.add('e', 100, 0, undefined, 10, { by: 50, priority: 0 }) // before the step: not the next one's
-    const b = l.add('e', 100, 0, undefined, 20, { by: 90, priority: 0 })
-    l.add('e', 100, 0, undefined, 21, { by: 70, priority: 1 })
+    l.add('e', 100, 0, undefined, 10, 50, 0) // before the step: not the next one's
+    const b = l.add('e', 100, 0, undefined, 20, 90, 0)
+    l.add('e', 100, 0, undefined, 21, 70, 1)
     l.add('e', 100, 0, undefined, 22) // nothing promised
     expect(l.earliestPromise('e', 15, 0)).toBe(90)
     expect(l.earliestPromise('e', 15, 1)).toBe(70)
@@ -54,7 +54,7 @@ describe('EndpointGates: first-token promises', () => {
     gates.onStepBegin = () => began++
     clock.advance(2)
     // sent at 1,002 into the next step (the one in progress began at 1,000): promised by 1,062
-    gates.dispatched(view.name, 200, 40, undefined, { by: 1_062, className: 'interactive' })
+    gates.dispatched(view.name, 200, 40, undefined, 1_062, 'interactive')
     const open = (tokens: number, className = 'interactive', floor = false) =>
       gates.open(className, tokens + 100, tokens, floor)(view)
     expect(open(200)).toBe(true) // a small one: that step still ends in time
@@ -74,12 +74,12 @@ describe('EndpointGates: first-token promises', () => {
     const open = (tokens: number, className: string) => gates.open(className, tokens + 100, tokens)(view)
     // batch (priority 1) promised: interactive does not wait for it; batch does (1,500 tokens
     // stay within batch's share of the prefill budget: it is the promise that holds it)
-    const uncount = gates.dispatched(view.name, 200, 40, undefined, { by: 1_062, className: 'batch' })
+    const uncount = gates.dispatched(view.name, 200, 40, undefined, 1_062, 'batch')
     expect(open(1_500, 'interactive')).toBe(true)
     expect(open(1_500, 'batch')).toBe(false)
     uncount()
     // a promise that the step misses anyway (by 1,030) holds nobody
-    gates.dispatched(view.name, 200, 40, undefined, { by: 1_030, className: 'interactive' })
+    gates.dispatched(view.name, 200, 40, undefined, 1_030, 'interactive')
     expect(open(2_000, 'interactive')).toBe(true)
   })
 
@@ -91,7 +91,7 @@ describe('EndpointGates: first-token promises', () => {
       source: 'default_prior',
     })
     const view = new FakePool().views()[0]!
-    gates.dispatched(view.name, 200, 40, undefined, { by: 1_001, className: 'interactive' })
+    gates.dispatched(view.name, 200, 40, undefined, 1_001, 'interactive')
     expect(gates.open('interactive', 2_100, 2_000)(view)).toBe(true)
   })
 })
