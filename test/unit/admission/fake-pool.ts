@@ -3,6 +3,7 @@
  * fixed number of slots; acquire() honours the headroom gate like the real pool.
  */
 
+import { EndpointGates } from '../../../src/admission/gate.js'
 import { EndpointPrefixCache } from '../../../src/backends/endpoint-prefix-cache.js'
 import type { EngineFactsView } from '../../../src/backends/engine-facts.js'
 import type {
@@ -14,8 +15,9 @@ import type {
   EndpointView,
   Lease,
 } from '../../../src/backends/types.js'
+import { ManualClock } from '../../../src/clock.js'
 import type { ScorerName } from '../../../src/config/routing.js'
-import { poolSchema } from '../../../src/config/schema.js'
+import { configSchema, poolSchema } from '../../../src/config/schema.js'
 
 export class FakePool implements BackendPool {
   readonly name: string
@@ -114,4 +116,18 @@ export function fakeBackends(...pools: FakePool[]): Backends {
     close: async () => {},
     state: () => ({}),
   }
+}
+
+/**
+ * One pool's endpoint gates on a fake clock at 1,000 ms (the default classes, a prefill
+ * budget of 8,000 tokens, the default prior's prefill rate), and the view of its endpoint.
+ */
+export function gatesOnOneEndpoint(): { gates: EndpointGates; clock: ManualClock; view: EndpointView } {
+  const config = configSchema.parse({ admission: { max_prefill_tokens_per_endpoint: 8_000 } })
+  const clock = new ManualClock(1_000)
+  const gates = new EndpointGates(config.classes, config.admission, clock, {
+    value: 20_000,
+    source: 'default_prior',
+  })
+  return { gates, clock, view: new FakePool().views()[0]! }
 }

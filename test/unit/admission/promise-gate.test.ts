@@ -7,23 +7,16 @@
  */
 import { describe, expect, it } from 'vitest'
 import { Admission } from '../../../src/admission/admission.js'
-import { EndpointGates } from '../../../src/admission/gate.js'
 import { PoolAdmission, Waiting } from '../../../src/admission/pool-admission.js'
 import { PrefillLedger } from '../../../src/admission/prefill-ledger.js'
 import type { AdmittedLease } from '../../../src/admission/waiting.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { Ticket } from '../../../src/ticket.js'
-import { FakePool, fakeBackends } from './fake-pool.js'
+import { FakePool, fakeBackends, gatesOnOneEndpoint } from './fake-pool.js'
 
 function setup() {
-  const config = configSchema.parse({ admission: { max_prefill_tokens_per_endpoint: 8_000 } })
-  const clock = new ManualClock(1_000)
-  const gates = new EndpointGates(config.classes, config.admission, clock, {
-    value: 20_000,
-    source: 'default_prior',
-  })
-  const view = new FakePool().views()[0]!
+  const { gates, clock, view } = gatesOnOneEndpoint()
   // a stream decoding there: its first token at 1,000 began the step in progress
   const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
   gates.tokenFrom(view.name, stream, 1_000)
@@ -84,13 +77,7 @@ describe('EndpointGates: first-token promises', () => {
   })
 
   it('holds nothing where no step is known in progress (an idle engine begins one with the first prompt)', () => {
-    const config = configSchema.parse({ admission: { max_prefill_tokens_per_endpoint: 8_000 } })
-    const clock = new ManualClock(1_000)
-    const gates = new EndpointGates(config.classes, config.admission, clock, {
-      value: 20_000,
-      source: 'default_prior',
-    })
-    const view = new FakePool().views()[0]!
+    const { gates, view } = gatesOnOneEndpoint()
     gates.dispatched(view.name, 200, 40, undefined, 1_001, 'interactive')
     expect(gates.open('interactive', 2_100, 2_000)(view)).toBe(true)
   })

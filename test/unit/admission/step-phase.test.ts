@@ -7,25 +7,14 @@
  * the estimator prices that time, not a mean step.
  */
 import { describe, expect, it } from 'vitest'
-import { EndpointGates } from '../../../src/admission/gate.js'
 import { PrefillLedger } from '../../../src/admission/prefill-ledger.js'
 import { TtftEstimator } from '../../../src/admission/ttft-estimator.js'
 import { ManualClock } from '../../../src/clock.js'
-import { configSchema } from '../../../src/config/schema.js'
-import { FakePool } from './fake-pool.js'
+import { gatesOnOneEndpoint } from './fake-pool.js'
 
 const hints = { stepMs: 15, prefillTokensPerS: 20_000 }
 
-function setup() {
-  const config = configSchema.parse({ admission: { max_prefill_tokens_per_endpoint: 8_000 } })
-  const clock = new ManualClock(1_000)
-  const gates = new EndpointGates(config.classes, config.admission, clock, {
-    value: 20_000,
-    source: 'default_prior',
-  })
-  const view = new FakePool().views()[0]!
-  return { gates, clock, view }
-}
+const setup = gatesOnOneEndpoint
 
 describe('PrefillLedger.sentBy', () => {
   it('counts the pending prompts sent before a time, until each is uncounted', () => {
