@@ -29,6 +29,22 @@ import type { ServerView } from './ttft-estimator.js'
 /** Of a request's prompt, the tokens a given endpoint must compute (its cached prefix excluded). */
 export type ComputeAt = (v: EndpointView) => number
 
+/** How a request meets the gates (EndpointGates.open). */
+export interface GateOptions {
+  /**
+   * It is served under its class's floor (min_share): it skips the decode guard, the
+   * first-token promises and its class's share of the prefill budget (it may use all of
+   * it), so the classes above cannot hold it forever.
+   */
+  readonly pastGuard?: boolean
+  /** Its tokens to compute at each endpoint (default: the whole prompt). */
+  readonly computeAt?: ComputeAt | undefined
+  /** False: the first-token promises do not hold it (it would miss its own objective). */
+  readonly keepPromises?: boolean
+}
+
+const GATE_DEFAULTS: GateOptions = {}
+
 export type { Phase, StepMark }
 
 const NO_ENDS: readonly RunningEnd[] = []
@@ -121,22 +137,19 @@ export class EndpointGates {
   /**
    * The gate for one request of `className`: room in its class's share of the prefill
    * budget (while a class above it has work), a decode within the TPOT objectives, and
-   * headroom, and no first-token promise broken (breaksPromise). `pastGuard`: the request is
-   * served under its class's floor (min_share) and skips the decode guard, the promises and
-   * its class's share of the budget (it may use all of it), so the classes above cannot hold
-   * it forever. `computeAt`: its tokens to compute at each endpoint (default: the whole prompt).
-   * `keepPromises` false: the promises do not hold it (it would miss its own objective).
+   * headroom, and no first-token promise broken (breaksPromise); `how`: GateOptions.
    */
   open(
     className: string,
     kvTokens: number,
     promptTokens: number,
-    pastGuard = false,
-    computeAt?: ComputeAt,
-    keepPromises = true,
+    how: GateOptions = GATE_DEFAULTS,
   ): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
     const priority = this.priorities.get(className) ?? 0
+    const pastGuard = how.pastGuard === true
+    const keepPromises = how.keepPromises !== false
+    const computeAt = how.computeAt
     return (v) => {
       const tokens = computeAt?.(v) ?? promptTokens
       const budget = this.budget(v).tokens * this.share(className, limits, pastGuard)

@@ -423,7 +423,11 @@ export class PoolAdmission {
   private openFor(w: Waiting, floor: boolean): (v: EndpointView) => boolean {
     const computeAt = this.prefix.computeAt(w.blocks, w.promptTokens)
     const keepPromises = w.prediction.overPromises !== true
-    const gate = this.gates.open(w.className, w.kvTokens, w.promptTokens, floor, computeAt, keepPromises)
+    const gate = this.gates.open(w.className, w.kvTokens, w.promptTokens, {
+      pastGuard: floor,
+      computeAt,
+      keepPromises,
+    })
     if (floor) return gate
     const reserves = this.reserve.of(w.className, this.clock.now())
     if (reserves.length === 0) return gate

@@ -121,7 +121,7 @@ export class PoolPredictor {
     const views = this.pool.views()
     const view = this.gates.serverView(views, this.meanPrompt)
     const computeAt = this.prefix.computeAt(blocks, promptTokens)
-    const open = this.gates.open(className, kvTokens, promptTokens, false, computeAt, keepPromises)
+    const open = this.gates.open(className, kvTokens, promptTokens, { computeAt, keepPromises })
     const blocked = !views.some(open)
     const kvBlocked =
       blocked && views.length > 0 && !views.some((v) => this.gates.kvFits(className, v, kvTokens))

@@ -45,7 +45,7 @@ describe('max_prefill_share', () => {
     expect(gates.open('interactive', 6_000, 6_000)(view)).toBe(true)
     expect(gates.open('interactive', 7_000, 7_000)(view)).toBe(false)
     // under its floor, batch may use the whole budget
-    expect(gates.open('batch', 6_000, 6_000, true)(view)).toBe(true)
+    expect(gates.open('batch', 6_000, 6_000, { pastGuard: true })(view)).toBe(true)
   })
 
   it('says when the share has room again: when the pending prompt is expected to be prefilled', () => {

@@ -49,7 +49,7 @@ describe('EndpointGates: first-token promises', () => {
     // sent at 1,002 into the next step (the one in progress began at 1,000): promised by 1,062
     gates.dispatched(view.name, 200, 40, undefined, 1_062, 'interactive')
     const open = (tokens: number, className = 'interactive', floor = false) =>
-      gates.open(className, tokens + 100, tokens, floor)(view)
+      gates.open(className, tokens + 100, tokens, { pastGuard: floor })(view)
     expect(open(200)).toBe(true) // a small one: that step still ends in time
     expect(open(2_000)).toBe(false) // 2,000 tokens more of prefill there would not
     expect(gates.reopenInMs(view, 'interactive', 2_100, 2_000, () => 0)).toBeGreaterThan(0)
