@@ -13,17 +13,12 @@ import {
 } from '../config/schema.js'
 import { DecodeGuard, type ItlWindow } from './decode-guard.js'
 import type { EndpointNow } from './dispatch-forecast.js'
+import { breaksPromise } from './first-token-promise.js'
 import { freeSlots, type GateLimits, hasHeadroom, kvFits, kvFreeTokens } from './headroom.js'
 import { type BudgetFacts, type PrefillBudget, prefillBudget } from './prefill-budget.js'
 import { fitsBudget, type JoinedSink, PrefillLedger } from './prefill-ledger.js'
 import type { RunningEnd } from './running.js'
-import {
-  EngineTimeline,
-  MISSED_STEP_MS,
-  type Phase,
-  type StepMark,
-  type StepPriors,
-} from './step-timeline.js'
+import { EngineTimeline, type Phase, type StepMark, type StepPriors } from './step-timeline.js'
 import type { ServerView } from './ttft-estimator.js'
 
 /** Of a request's prompt, the tokens a given endpoint must compute (its cached prefix excluded). */
@@ -160,28 +155,16 @@ export class EndpointGates {
     }
   }
 
-  /**
-   * True when `tokens` more of prompt sent to `endpoint` now would break a first-token promise
-   * that holds without them. The engine takes every prompt waiting for it into its next step
-   * (up to its step budget), so a prompt sent now lengthens that step: the first tokens of the
-   * prompts sent since the step in progress began (of classes of `priority` or above) come
-   * later by its prefill. Where that would take one past what its client was told (its
-   * predicted TTFT, with slack), the prompt waits for the next step to begin (the dispatcher
-   * runs then: onStepBegin), and its own prediction says so (the forecast finds the gate
-   * closed until that step's end). Only where a step is known in progress (streams decode
-   * there): an idle engine begins a step with the first prompt it gets.
-   */
+  /** True when `tokens` more sent to `endpoint` now would break a first-token promise (first-token-promise.ts). */
   private breaksPromise(endpoint: string, tokens: number, priority: number): boolean {
-    const tl = this.timeline(endpoint)
-    const start = tl.stepStart()
-    if (start === undefined || tl.decoding === 0) return false
-    const by = this.prefilling.earliestPromise(endpoint, start - MISSED_STEP_MS, priority)
-    if (by === Number.POSITIVE_INFINITY) return false
-    const now = this.clock.now()
-    const phase = tl.phase(now)
-    const next = Math.max(0, this.prefilling.at(endpoint) - phase.inStepTokens)
-    const begins = now + phase.residualMs
-    return begins + tl.nextStepMs(next + tokens) > by && begins + tl.nextStepMs(next) <= by
+    return breaksPromise(
+      this.timeline(endpoint),
+      this.prefilling,
+      endpoint,
+      tokens,
+      priority,
+      this.clock.now(),
+    )
   }
 
   /**

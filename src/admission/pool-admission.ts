@@ -22,6 +22,7 @@ import { ClassQueues } from './class-queues.js'
 import { DeadlineTimer } from './deadline-timer.js'
 import { SHED_INTERVAL_MS } from './early-refusal.js'
 import type { Admitted } from './face.js'
+import { promiseBy } from './first-token-promise.js'
 import { EndpointGates, type StepMark } from './gate.js'
 import { learnFromFirstToken, learnFromOutcome } from './outcome-learning.js'
 import { PoolFacts } from './pool-facts.js'
@@ -35,12 +36,6 @@ import { AdmittedLease, Waiting } from './waiting.js'
 
 export type { PoolPrediction }
 export { Waiting }
-
-/**
- * A first token is promised by its arrival plus its predicted TTFT times 1 + this: a prompt
- * that would push an earlier one's past that waits for the next engine step (gate.ts).
- */
-const PROMISE_SLACK = 0.3
 
 export class PoolAdmission {
   readonly pool: BackendPool
@@ -200,7 +195,7 @@ export class PoolAdmission {
     this.arrivals.arrived(w.className, work)
     w.dispatchBy = deadline
     if (this.ttft.get(w.className) !== undefined)
-      w.promiseBy = this.clock.now() + w.prediction.totalMs * (1 + PROMISE_SLACK)
+      w.promiseBy = promiseBy(this.clock.now(), w.prediction.totalMs)
     if (this.queues.costAhead(w.className) === 0 && this.queues.sizeOf(w.className) === 0) {
       const open = this.openFor(w, false)
       const { holdMs, refuseMs } = this.affinity.weigh(w, open)
