@@ -161,11 +161,26 @@ export class Admission implements AdmissionControl {
     let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
     pa.arrived(className, pp.leastComputeTokens)
-    if (cls.reject_on_ttft && pp.prediction.queueMs > 0 && pp.prediction.totalMs > budget) {
-      // Queued for the first-token promises of requests sent before it (gate.ts), it would
-      // miss its own objective: it goes ahead of them rather than be degraded or refused
-      // (their objectives still hold by their own margins; only their predictions were tighter).
-      const over = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order, false)
+    if (
+      cls.reject_on_ttft &&
+      pp.heldByPromises &&
+      pp.prediction.queueMs > 0 &&
+      pp.prediction.totalMs > budget
+    ) {
+      // Queued for the first-token promises of requests sent before it (first-token-promise.ts),
+      // it would miss its own objective: it goes ahead of them rather than be degraded or
+      // refused (their objectives still hold by their own margins; only their predictions
+      // were tighter).
+      const keepPromises = false
+      const over = pa.predictor.predict(
+        className,
+        promptTokens,
+        kvTokens,
+        blocks,
+        t.sessionId,
+        order,
+        keepPromises,
+      )
       if (over.prediction.totalMs <= budget) pp = over
     }
     const margin = this.config.admission.margin

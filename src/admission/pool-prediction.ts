@@ -45,6 +45,12 @@ export interface PoolPrediction {
   readonly leastComputeTokens: number
   /** Of its prompt, the tokens the servers are expected to compute (its prefix expected in their caches left out). */
   readonly computeTokens: number
+  /**
+   * Queued where a first-token promise closes an endpoint otherwise open to it: predicted
+   * without the promises (`keepPromises` false), it may fare better. False otherwise (then
+   * that prediction would be this one).
+   */
+  readonly heldByPromises: boolean
 }
 
 export interface PredictorParts {
@@ -155,6 +161,11 @@ export class PoolPredictor {
       queued !== undefined,
     )
     const prediction = keepPromises ? predicted : { ...predicted, overPromises: true }
+    let heldByPromises = false
+    if (keepPromises && queued !== undefined) {
+      const free = this.gates.open(className, kvTokens, promptTokens, { computeAt, keepPromises: false })
+      heldByPromises = views.some((v) => !open(v) && free(v))
+    }
     return {
       prediction,
       usable: views.length,
@@ -163,6 +174,7 @@ export class PoolPredictor {
       stepMs: view.stepMs ?? this.estimator.stepMs,
       leastComputeTokens: promptTokens - (hit?.best ?? 0),
       computeTokens: compute,
+      heldByPromises,
     }
   }
 
