@@ -135,8 +135,15 @@ export interface Limiter {
   /** The store's registry name (`memory`, `redis`). */
   readonly name: string
   check(req: CheckRequest): Promise<LimitDecision>
+  /**
+   * check, answered at once, for a store that needs no I/O (memory): the limits stage then
+   * decides in the same tick as the stages around it, with no promise per request.
+   */
+  checkNow?(req: CheckRequest): LimitDecision
   /** Reconciles the reservation with the real usage and releases the lease, once per request. */
   settle(req: SettleRequest): Promise<SettleResult>
+  /** settle, at once (the store of checkNow). */
+  settleNow?(req: SettleRequest): SettleResult
   /** Extends an admitted request's lease and reservation; false when it is not held any more. */
   renew(req: RenewRequest): Promise<boolean>
   /** What the tenant has used of its limits now; charges nothing. */

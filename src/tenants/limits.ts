@@ -141,12 +141,19 @@ export function limitsStage(deps: StageDeps): Stage {
     if (lease === undefined) return
     release(lease)
     const tenant = lease.tenant
-    limiter
-      .settle({ tenant: tenant.id, requestId: lease.id, limits: tenant.limits, usedTokens: settleTokens(t) })
-      .catch((err: unknown) =>
-        logger?.warn({ err, reqId: t.id, tenant: t.tenant }, 'tenant limiter settle failed'),
-      )
+    const req = { tenant: tenant.id, requestId: lease.id, limits: tenant.limits, usedTokens: settleTokens(t) }
+    if (limiter.settleNow === undefined) {
+      limiter.settle(req).catch((err: unknown) => settleFailed(t, err))
+      return
+    }
+    try {
+      limiter.settleNow(req)
+    } catch (err) {
+      settleFailed(t, err)
+    }
   }
+  const settleFailed = (t: Ticket, err: unknown) =>
+    logger?.warn({ err, reqId: t.id, tenant: t.tenant }, 'tenant limiter settle failed')
   // one observer for every limited request, made once
   const settler: ExchangeObserver = { ended: settle }
 
@@ -166,37 +173,44 @@ export function limitsStage(deps: StageDeps): Stage {
     return undefined
   }
 
+  /** The limiter's answer, or its failure: the request's lease, or the refusal. */
+  const answered = (r: GatewayRequest, tenant: Tenant, id: string, reserve: number, d: LimitDecision) => {
+    if (d.allowed) r.ticket.limiterLease = { slot: -1, id, tenant, reserved: reserve }
+    return decided(r, d)
+  }
+  const failed = (r: GatewayRequest, tenant: Tenant, err: unknown): StageResult => {
+    if (err instanceof LimiterStoreError) {
+      // the limiter's policy is fail_closed (a fail_open one answers from its local share)
+      return new GatewayError('GW_ERR_LIMITER_UNAVAILABLE', {}, { cause: err, retryAfterMs: STORE_RETRY_MS })
+    }
+    // a bug: the tenant's quota is not worth failing its request over
+    logger?.warn(
+      { err, reqId: r.ticket.id, tenant: tenant.id },
+      'tenant limiter failed; request let through unlimited',
+    )
+    return undefined
+  }
+
   return (r) => {
     const t = r.ticket
     const tenant = deps.tenants.get(t.tenant)
     if (tenant === undefined || !hasLimits(tenant.limits)) return undefined
     const reserve = t.promptTokens + Math.min(t.expectedOutputTokens, cap)
     const requestId = `${run}:${++seq}`
-    return limiter
-      .check({ tenant: tenant.id, requestId, limits: tenant.limits, reserveTokens: reserve, leaseMs })
-      .then(
-        (d) => {
-          if (d.allowed) {
-            t.limiterLease = { slot: -1, id: requestId, tenant, reserved: reserve }
-          }
-          return decided(r, d)
-        },
-        (err: unknown) => {
-          if (err instanceof LimiterStoreError) {
-            // the limiter's policy is fail_closed (a fail_open one answers from its local share)
-            return new GatewayError(
-              'GW_ERR_LIMITER_UNAVAILABLE',
-              {},
-              { cause: err, retryAfterMs: STORE_RETRY_MS },
-            )
-          }
-          // a bug: the tenant's quota is not worth failing its request over
-          logger?.warn(
-            { err, reqId: t.id, tenant: tenant.id },
-            'tenant limiter failed; request let through unlimited',
-          )
-          return undefined
-        },
-      )
+    const req = { tenant: tenant.id, requestId, limits: tenant.limits, reserveTokens: reserve, leaseMs }
+    // a store that needs no I/O answers at once: no promise, the next stage in the same tick
+    if (limiter.checkNow !== undefined) {
+      let d: LimitDecision
+      try {
+        d = limiter.checkNow(req)
+      } catch (err) {
+        return failed(r, tenant, err)
+      }
+      return answered(r, tenant, requestId, reserve, d)
+    }
+    return limiter.check(req).then(
+      (d) => answered(r, tenant, requestId, reserve, d),
+      (err: unknown) => failed(r, tenant, err),
+    )
   }
 }

@@ -92,6 +92,11 @@ export class MemoryStore implements Limiter {
   }
 
   async check(req: CheckRequest): Promise<LimitDecision> {
+    return this.checkNow(req)
+  }
+
+  /** check, answered at once: this store does no I/O. */
+  checkNow(req: CheckRequest): LimitDecision {
     const now = this.clock.now()
     const s = this.state(req.tenant)
     const L = req.limits
@@ -154,6 +159,11 @@ export class MemoryStore implements Limiter {
   }
 
   async settle(req: SettleRequest): Promise<SettleResult> {
+    return this.settleNow(req)
+  }
+
+  /** settle, at once. */
+  settleNow(req: SettleRequest): SettleResult {
     const now = this.clock.now()
     const s = this.state(req.tenant)
     const L = req.limits

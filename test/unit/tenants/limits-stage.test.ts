@@ -1,6 +1,7 @@
 /**
  * The limits stage on its own: what it reserves, that an unlimited tenant is passed
- * synchronously (no limiter call, no promise), what a failing store does (a fail-closed store
+ * synchronously (no limiter call, no promise), that a store needing no I/O answers in the same
+ * tick and one that does through its promise, what a failing store does (a fail-closed store
  * error is a 503, a bug lets the request through), that an admitted request's lease is
  * renewed while it is in flight, how a finished request is charged, and the x-ratelimit-*
  * duration format.
@@ -43,9 +44,21 @@ function requestOf(tenant: string) {
 
 class Recording extends MemoryStore {
   readonly checks: CheckRequest[] = []
-  override check(req: CheckRequest) {
+  override checkNow(req: CheckRequest) {
     this.checks.push(req)
-    return super.check(req)
+    return super.checkNow(req)
+  }
+}
+
+/** A store as one with I/O is seen (Redis): it answers only through its promises. */
+function asyncOnly(store: MemoryStore, check?: Limiter['check']): Limiter {
+  return {
+    name: store.name,
+    check: check ?? ((req) => store.check(req)),
+    settle: (req) => store.settle(req),
+    renew: (req) => store.renew(req),
+    usage: (tenant, limits) => store.usage(tenant, limits),
+    close: () => store.close(),
   }
 }
 
@@ -66,21 +79,57 @@ describe('limits stage', () => {
     expect(r.ticket.rateTokens).toMatchObject({ limit: 100_000, remaining: 100_000 - 540 })
   })
 
+  it('decides in the same tick with a store that needs no I/O (memory), through a promise with one that does', async () => {
+    const sync = stage(new MemoryStore())(requestOf('capped'))
+    expect(sync).toBeUndefined()
+    const viaPromise = stage(asyncOnly(new MemoryStore()))(requestOf('capped'))
+    expect(viaPromise).toBeInstanceOf(Promise)
+    expect(await viaPromise).toBeUndefined()
+  })
+
   it('refuses with 503 when the store error reaches it (fail_closed), retry in about a second', async () => {
-    const failing = new MemoryStore()
-    failing.check = () => Promise.reject(new LimiterStoreError('LIMITER_ERR_TIMEOUT', 'redis', 'slow'))
+    const storeError = () => new LimiterStoreError('LIMITER_ERR_TIMEOUT', 'redis', 'slow')
+    const failing = asyncOnly(new MemoryStore(), () => Promise.reject(storeError()))
     const r = requestOf('capped')
     const out = await stage(failing)(r)
     expect(out).toMatchObject({ code: 'GW_ERR_LIMITER_UNAVAILABLE', status: 503, retryAfterMs: 1_000 })
     expect(r.ticket.limiterLease?.id).toBeUndefined()
+    // the same from a store that answers at once
+    const throwing = new MemoryStore()
+    throwing.checkNow = () => {
+      throw storeError()
+    }
+    const r2 = requestOf('capped')
+    expect(stage(throwing)(r2)).toMatchObject({ code: 'GW_ERR_LIMITER_UNAVAILABLE', status: 503 })
+    expect(r2.ticket.limiterLease?.id).toBeUndefined()
   })
 
   it("lets the request through when the limiter fails otherwise (a bug is not the tenant's fault)", async () => {
-    const failing = new MemoryStore()
-    failing.check = () => Promise.reject(new TypeError('oops'))
+    const failing = asyncOnly(new MemoryStore(), () => Promise.reject(new TypeError('oops')))
     const r = requestOf('capped')
     expect(await stage(failing)(r)).toBeUndefined()
     expect(r.ticket.limiterLease?.id).toBeUndefined()
+    const throwing = new MemoryStore()
+    throwing.checkNow = () => {
+      throw new TypeError('oops')
+    }
+    const r2 = requestOf('capped')
+    expect(stage(throwing)(r2)).toBeUndefined()
+    expect(r2.ticket.limiterLease?.id).toBeUndefined()
+  })
+
+  it('settles a finished request with the store as it answers: at once, or through its promise', async () => {
+    for (const limiter of [new MemoryStore(), asyncOnly(new MemoryStore())]) {
+      const r = requestOf('capped')
+      await stage(limiter)(r)
+      r.ticket.usage = { promptTokens: 40, completionTokens: 10 }
+      r.exchange.end(undefined)
+      await Promise.resolve()
+      // charged the 50 tokens used instead of the 540 reserved
+      const usage = await limiter.usage('capped', config.tenants[0]!.limits)
+      expect(usage.tokens?.remaining).toBeCloseTo(100_000 - 50, 0)
+      expect(usage.concurrent).toBe(0)
+    }
   })
 
   describe('leases', () => {
