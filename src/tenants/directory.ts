@@ -5,7 +5,7 @@
  * is no secret to time (constant-time comparison would protect nothing a hash lookup
  * leaks), and the key itself is never kept or logged.
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { DEFAULT_CLASS } from '../admission/classify.js'
 import type { GatewayConfig } from '../config/schema.js'
 import type { TenantSloConfig } from '../config/tenant-slo.js'
@@ -34,7 +34,8 @@ export interface Tenant {
 
 /** The SHA-256 hex digest of a key: what `api_keys` holds and `slo-gateway hash-key` prints. */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex')
+  // crypto.hash: one call, no Hash object (a third of createHash's time on a short key)
+  return hash('sha256', key, 'hex')
 }
 
 const NO_OVERRIDES: TenantSloConfig = Object.freeze({})
