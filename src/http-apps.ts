@@ -157,16 +157,14 @@ export function buildHttpApps(config: GatewayConfig, deps: GatewayDeps): HttpApp
   app.removeContentTypeParser('text/plain')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser)
-  app.post('/v1/chat/completions', handlers.json)
-  app.post('/v1/completions', handlers.json)
-  app.post('/v1/responses', handlers.json)
-  app.post('/v1/embeddings', handlers.json)
+  for (const route of ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings'])
+    app.post(route, handlers.json(route))
   app.get('/v1/models', (_request, reply) => listModels(deps.backends, reply))
   // Everything else under /v1 is forwarded as it came, body streamed unparsed.
   app.register(async (raw) => {
     raw.removeAllContentTypeParsers()
     raw.addContentTypeParser('*', (_req, payload, done) => done(null, payload))
-    raw.all('/v1/*', handlers.raw)
+    raw.all('/v1/*', handlers.raw('/v1/*'))
   })
 
   const ready = () => !pipeline.draining && deps.backends.ready()

@@ -6,18 +6,24 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Pipeline } from './pipeline.js'
 
+type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => void
+
 export interface RouteHandlers {
-  /** POST routes with an OpenAI JSON body (chat, completions, embeddings). */
-  readonly json: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
-  /** Any other /v1/* request: forwarded as it came, body streamed. */
-  readonly raw: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  /** The handler of a POST route with an OpenAI JSON body (chat, completions, embeddings). */
+  readonly json: (route: string) => RouteHandler
+  /** The handler of any other /v1/* request: forwarded as it came, body streamed. */
+  readonly raw: (route: string) => RouteHandler
 }
 
+// Each handler knows its route (fastify's request.routeOptions builds an object per read).
+// Not async: the reply is hijacked and answered by the pipeline, so fastify has no promise
+// to wait for (an async handler costs a promise and its then per request).
 export function routeHandlers(pipeline: Pipeline): RouteHandlers {
-  return {
-    json: async (request, reply) => pipeline.run(pipeline.begin(request, reply, 'json')),
-    raw: async (request, reply) => pipeline.run(pipeline.begin(request, reply, 'raw')),
-  }
+  const handler =
+    (kind: 'json' | 'raw', route: string): RouteHandler =>
+    (request, reply) =>
+      pipeline.run(pipeline.begin(request, reply, kind, route))
+  return { json: (route) => handler('json', route), raw: (route) => handler('raw', route) }
 }
 
 const REQUEST_ID = /^[\w.:-]+$/

@@ -55,10 +55,18 @@ export class Pipeline {
     return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
-  /** One request from the HTTP app: its ticket and exchange. Everything is answered on `reply.raw`. */
-  begin(request: FastifyRequest, reply: FastifyReply, kind: GatewayRequest['kind']): GatewayRequest {
+  /**
+   * One request from the HTTP app: its ticket and exchange. Everything is answered on
+   * `reply.raw`. `route`: the route it matched (the handler's), else fastify's.
+   */
+  begin(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    kind: GatewayRequest['kind'],
+    route = request.routeOptions.url ?? 'unmatched',
+  ): GatewayRequest {
     const t = new Ticket(request.id, request.method, request.url, this.clock.now())
-    t.route = request.routeOptions.url ?? 'unmatched'
+    t.route = route
     this.inflight++
     reply.hijack()
     const got = request.body
