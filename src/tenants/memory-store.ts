@@ -8,6 +8,7 @@
  */
 import { type Clock, systemClock } from '../clock.js'
 import {
+  type Admitted,
   type CheckRequest,
   CONCURRENCY_RETRY_MS,
   DAY_MS,
@@ -103,7 +104,7 @@ export class MemoryStore implements Limiter {
     this.rollDay(s)
     this.sweep(s, now)
 
-    if (s.leases.has(req.requestId)) return { allowed: true, ...this.states(s, L, now, s.tat) }
+    if (s.leases.has(req.requestId)) return this.admitted(s, L, now)
     const reserve = tokenCount(req.reserveTokens)
 
     // Every limit is checked (a refusal's wait is when ALL of them would admit); the first refusing names it.
@@ -155,7 +156,7 @@ export class MemoryStore implements Limiter {
     const expiresAt = now + leaseLife(req.leaseMs)
     s.leases.set(req.requestId, { expiresAt, reserved: reserve, day: s.day })
     s.minExpiry = Math.min(s.minExpiry, expiresAt)
-    return { allowed: true, ...this.states(s, L, now, s.tat) }
+    return this.admitted(s, L, now)
   }
 
   async settle(req: SettleRequest): Promise<SettleResult> {
@@ -170,7 +171,7 @@ export class MemoryStore implements Limiter {
     this.rollDay(s)
     this.sweep(s, now)
     const lease = s.leases.get(req.requestId)
-    if (lease === undefined) return { settled: false, ...this.tokens(s, L, now) }
+    if (lease === undefined) return this.settled(false, s, L, now)
     s.leases.delete(req.requestId)
     const diff = tokenCount(req.usedTokens) - lease.reserved
     if (positive(L.tpm)) {
@@ -178,7 +179,7 @@ export class MemoryStore implements Limiter {
       s.tokensAt = now
     }
     if (lease.day === s.day) s.dayUsed = Math.max(0, s.dayUsed + diff)
-    return { settled: true, ...this.tokens(s, L, now) }
+    return this.settled(true, s, L, now)
   }
 
   async renew(req: RenewRequest): Promise<boolean> {
@@ -238,6 +239,22 @@ export class MemoryStore implements Limiter {
       else min = Math.min(min, lease.expiresAt)
     }
     s.minExpiry = min
+  }
+
+  // The two answers of every request, built field by field: object spreads cost a request
+  // a few allocations and copies here (issue 18).
+  /** An admission, with the limits as they stand after it (rpm and tpm, where the tenant has them). */
+  private admitted(s: TenantState, L: TenantLimits, now: number): Admitted {
+    const d: { allowed: true; requests?: LimitState; tokens?: LimitState } = { allowed: true }
+    if (positive(L.rpm)) d.requests = requestsState(L.rpm, s.tat, now)
+    if (positive(L.tpm)) d.tokens = tokensState(L.tpm, bucketLevel(s, L.tpm, now))
+    return d
+  }
+
+  private settled(settled: boolean, s: TenantState, L: TenantLimits, now: number): SettleResult {
+    const r: { settled: boolean; tokens?: LimitState } = { settled }
+    if (positive(L.tpm)) r.tokens = tokensState(L.tpm, bucketLevel(s, L.tpm, now))
+    return r
   }
 
   private states(s: TenantState, L: TenantLimits, now: number, tat: number) {
