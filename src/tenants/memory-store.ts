@@ -8,7 +8,6 @@
  */
 import { type Clock, systemClock } from '../clock.js'
 import {
-  type Admitted,
   type CheckRequest,
   CONCURRENCY_RETRY_MS,
   DAY_MS,
@@ -57,6 +56,12 @@ interface TenantState {
 
 const positive = (n: number | undefined): n is number => n !== undefined && n > 0
 
+/** The limits' states an answer carries (rpm, tpm), where the tenant has those limits. */
+interface LimitStates {
+  requests?: LimitState
+  tokens?: LimitState
+}
+
 /** The bucket's level at `now`, refilled from its last change. */
 function bucketLevel(s: TenantState, tpm: number, now: number): number {
   if (Number.isNaN(s.tokens)) return tpm
@@ -104,7 +109,7 @@ export class MemoryStore implements Limiter {
     this.rollDay(s)
     this.sweep(s, now)
 
-    if (s.leases.has(req.requestId)) return this.admitted(s, L, now)
+    if (s.leases.has(req.requestId)) return this.withStates({ allowed: true as const }, s, L, now)
     const reserve = tokenCount(req.reserveTokens)
 
     // Every limit is checked (a refusal's wait is when ALL of them would admit); the first refusing names it.
@@ -138,13 +143,13 @@ export class MemoryStore implements Limiter {
     }
 
     if (refusedBy !== undefined) {
-      return {
-        allowed: false,
+      const refused = {
+        allowed: false as const,
         refusedBy,
         retryAfterMs: Math.max(1, Math.ceil(wait - EPS)),
         budgetSpent: refusedBy === 'daily_tokens',
-        ...this.states(s, L, now, s.tat),
       }
+      return this.withStates(refused, s, L, now)
     }
 
     if (positive(L.rpm)) s.tat = newTat
@@ -156,7 +161,7 @@ export class MemoryStore implements Limiter {
     const expiresAt = now + leaseLife(req.leaseMs)
     s.leases.set(req.requestId, { expiresAt, reserved: reserve, day: s.day })
     s.minExpiry = Math.min(s.minExpiry, expiresAt)
-    return this.admitted(s, L, now)
+    return this.withStates({ allowed: true as const }, s, L, now)
   }
 
   async settle(req: SettleRequest): Promise<SettleResult> {
@@ -171,7 +176,7 @@ export class MemoryStore implements Limiter {
     this.rollDay(s)
     this.sweep(s, now)
     const lease = s.leases.get(req.requestId)
-    if (lease === undefined) return this.settled(false, s, L, now)
+    if (lease === undefined) return this.withTokens({ settled: false }, s, L, now)
     s.leases.delete(req.requestId)
     const diff = tokenCount(req.usedTokens) - lease.reserved
     if (positive(L.tpm)) {
@@ -179,7 +184,7 @@ export class MemoryStore implements Limiter {
       s.tokensAt = now
     }
     if (lease.day === s.day) s.dayUsed = Math.max(0, s.dayUsed + diff)
-    return this.settled(true, s, L, now)
+    return this.withTokens({ settled: true }, s, L, now)
   }
 
   async renew(req: RenewRequest): Promise<boolean> {
@@ -198,7 +203,7 @@ export class MemoryStore implements Limiter {
     const s = this.state(tenant)
     this.rollDay(s)
     this.sweep(s, now)
-    return { ...this.states(s, limits, now, s.tat), concurrent: s.leases.size, dailyTokens: s.dayUsed }
+    return { ...this.withStates({}, s, limits, now), concurrent: s.leases.size, dailyTokens: s.dayUsed }
   }
 
   async close(): Promise<void> {
@@ -241,30 +246,31 @@ export class MemoryStore implements Limiter {
     s.minExpiry = min
   }
 
-  // The two answers of every request, built field by field: object spreads cost a request
-  // a few allocations and copies here (issue 18).
-  /** An admission, with the limits as they stand after it (rpm and tpm, where the tenant has them). */
-  private admitted(s: TenantState, L: TenantLimits, now: number): Admitted {
-    const d: { allowed: true; requests?: LimitState; tokens?: LimitState } = { allowed: true }
-    if (positive(L.rpm)) d.requests = requestsState(L.rpm, s.tat, now)
-    if (positive(L.tpm)) d.tokens = tokensState(L.tpm, bucketLevel(s, L.tpm, now))
-    return d
+  /**
+   * `into` with the limits as they stand: `requests` (rpm) and `tokens` (tpm), where the
+   * tenant has them. Set field by field: object spreads on every check and settle cost a
+   * request copies (issue 18).
+   */
+  private withStates<T extends object>(
+    into: T,
+    s: TenantState,
+    L: TenantLimits,
+    now: number,
+  ): T & LimitStates {
+    const out: T & LimitStates = into
+    if (positive(L.rpm)) out.requests = requestsState(L.rpm, s.tat, now)
+    return this.withTokens(out, s, L, now)
   }
 
-  private settled(settled: boolean, s: TenantState, L: TenantLimits, now: number): SettleResult {
-    const r: { settled: boolean; tokens?: LimitState } = { settled }
-    if (positive(L.tpm)) r.tokens = tokensState(L.tpm, bucketLevel(s, L.tpm, now))
-    return r
-  }
-
-  private states(s: TenantState, L: TenantLimits, now: number, tat: number) {
-    return {
-      ...(positive(L.rpm) ? { requests: requestsState(L.rpm, tat, now) } : {}),
-      ...this.tokens(s, L, now),
-    }
-  }
-
-  private tokens(s: TenantState, L: TenantLimits, now: number): { tokens?: LimitState } {
-    return positive(L.tpm) ? { tokens: tokensState(L.tpm, bucketLevel(s, L.tpm, now)) } : {}
+  /** `into` with the token bucket as it stands (tpm), where the tenant has one. */
+  private withTokens<T extends object>(
+    into: T,
+    s: TenantState,
+    L: TenantLimits,
+    now: number,
+  ): T & LimitStates {
+    const out: T & LimitStates = into
+    if (positive(L.tpm)) out.tokens = tokensState(L.tpm, bucketLevel(s, L.tpm, now))
+    return out
   }
 }
