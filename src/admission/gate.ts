@@ -141,7 +141,7 @@ export class EndpointGates {
     how: GateOptions = GATE_DEFAULTS,
   ): (v: EndpointView) => boolean {
     const limits = this.limits.get(className) as GateLimits
-    const priority = this.priorities.get(className) ?? 0
+    const priority = this.priorityOf(className)
     const pastGuard = how.pastGuard === true
     const keepPromises = how.keepPromises !== false
     const computeAt = how.computeAt
@@ -150,9 +150,15 @@ export class EndpointGates {
       const budget = this.budget(v).tokens * this.share(className, limits, pastGuard)
       if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) return false
       if (!pastGuard && !this.guard.allows(className, v.name)) return false
-      if (!pastGuard && keepPromises && this.breaksPromise(v.name, tokens, priority)) return false
-      return hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))
+      if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) return false
+      // last: the only gate that walks the ledger's prompts
+      return pastGuard || !keepPromises || !this.breaksPromise(v.name, tokens, priority)
     }
+  }
+
+  /** A class's priority (lower runs first); 0 for none. */
+  private priorityOf(className: string | undefined): number {
+    return className === undefined ? 0 : (this.priorities.get(className) ?? 0)
   }
 
   /** True when `tokens` more sent to `endpoint` now would break a first-token promise (first-token-promise.ts). */
@@ -189,7 +195,7 @@ export class EndpointGates {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }
     if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.guard.reopenInMs(v.name))
-    if (this.breaksPromise(v.name, tokens, this.priorities.get(className) ?? 0))
+    if (this.breaksPromise(v.name, tokens, this.priorityOf(className)))
       ms = Math.max(ms, this.phase(v.name).residualMs)
     if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {
       ms = Math.max(ms, slotFreeInMs(v.name))
@@ -365,7 +371,7 @@ export class EndpointGates {
     className?: string,
   ): () => void {
     const now = this.clock.now()
-    const priority = className === undefined ? 0 : (this.priorities.get(className) ?? 0)
+    const priority = this.priorityOf(className)
     return this.prefilling.add(endpoint, promptTokens, now + expectedMs, joined, now, promiseBy, priority)
   }
 
