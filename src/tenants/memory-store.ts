@@ -62,6 +62,24 @@ interface LimitStates {
   tokens?: LimitState
 }
 
+/**
+ * `into` with the limits as they stand: `requests` (rpm; not for `which` 'tokens') and
+ * `tokens` (tpm), where the tenant has them. Set field by field: object spreads on every
+ * check and settle cost a request copies (issue 18).
+ */
+function withStates<T extends object>(
+  into: T,
+  s: TenantState,
+  L: TenantLimits,
+  now: number,
+  which: 'all' | 'tokens' = 'all',
+): T & LimitStates {
+  const out: T & LimitStates = into
+  if (which === 'all' && positive(L.rpm)) out.requests = requestsState(L.rpm, s.tat, now)
+  if (positive(L.tpm)) out.tokens = tokensState(L.tpm, bucketLevel(s, L.tpm, now))
+  return out
+}
+
 /** The bucket's level at `now`, refilled from its last change. */
 function bucketLevel(s: TenantState, tpm: number, now: number): number {
   if (Number.isNaN(s.tokens)) return tpm
@@ -109,7 +127,7 @@ export class MemoryStore implements Limiter {
     this.rollDay(s)
     this.sweep(s, now)
 
-    if (s.leases.has(req.requestId)) return this.withStates({ allowed: true as const }, s, L, now)
+    if (s.leases.has(req.requestId)) return withStates({ allowed: true as const }, s, L, now)
     const reserve = tokenCount(req.reserveTokens)
 
     // Every limit is checked (a refusal's wait is when ALL of them would admit); the first refusing names it.
@@ -149,7 +167,7 @@ export class MemoryStore implements Limiter {
         retryAfterMs: Math.max(1, Math.ceil(wait - EPS)),
         budgetSpent: refusedBy === 'daily_tokens',
       }
-      return this.withStates(refused, s, L, now)
+      return withStates(refused, s, L, now)
     }
 
     if (positive(L.rpm)) s.tat = newTat
@@ -161,7 +179,7 @@ export class MemoryStore implements Limiter {
     const expiresAt = now + leaseLife(req.leaseMs)
     s.leases.set(req.requestId, { expiresAt, reserved: reserve, day: s.day })
     s.minExpiry = Math.min(s.minExpiry, expiresAt)
-    return this.withStates({ allowed: true as const }, s, L, now)
+    return withStates({ allowed: true as const }, s, L, now)
   }
 
   async settle(req: SettleRequest): Promise<SettleResult> {
@@ -176,7 +194,7 @@ export class MemoryStore implements Limiter {
     this.rollDay(s)
     this.sweep(s, now)
     const lease = s.leases.get(req.requestId)
-    if (lease === undefined) return this.withTokens({ settled: false }, s, L, now)
+    if (lease === undefined) return withStates({ settled: false }, s, L, now, 'tokens')
     s.leases.delete(req.requestId)
     const diff = tokenCount(req.usedTokens) - lease.reserved
     if (positive(L.tpm)) {
@@ -184,7 +202,7 @@ export class MemoryStore implements Limiter {
       s.tokensAt = now
     }
     if (lease.day === s.day) s.dayUsed = Math.max(0, s.dayUsed + diff)
-    return this.withTokens({ settled: true }, s, L, now)
+    return withStates({ settled: true }, s, L, now, 'tokens')
   }
 
   async renew(req: RenewRequest): Promise<boolean> {
@@ -203,7 +221,7 @@ export class MemoryStore implements Limiter {
     const s = this.state(tenant)
     this.rollDay(s)
     this.sweep(s, now)
-    return { ...this.withStates({}, s, limits, now), concurrent: s.leases.size, dailyTokens: s.dayUsed }
+    return { ...withStates({}, s, limits, now), concurrent: s.leases.size, dailyTokens: s.dayUsed }
   }
 
   async close(): Promise<void> {
@@ -244,33 +262,5 @@ export class MemoryStore implements Limiter {
       else min = Math.min(min, lease.expiresAt)
     }
     s.minExpiry = min
-  }
-
-  /**
-   * `into` with the limits as they stand: `requests` (rpm) and `tokens` (tpm), where the
-   * tenant has them. Set field by field: object spreads on every check and settle cost a
-   * request copies (issue 18).
-   */
-  private withStates<T extends object>(
-    into: T,
-    s: TenantState,
-    L: TenantLimits,
-    now: number,
-  ): T & LimitStates {
-    const out: T & LimitStates = into
-    if (positive(L.rpm)) out.requests = requestsState(L.rpm, s.tat, now)
-    return this.withTokens(out, s, L, now)
-  }
-
-  /** `into` with the token bucket as it stands (tpm), where the tenant has one. */
-  private withTokens<T extends object>(
-    into: T,
-    s: TenantState,
-    L: TenantLimits,
-    now: number,
-  ): T & LimitStates {
-    const out: T & LimitStates = into
-    if (positive(L.tpm)) out.tokens = tokensState(L.tpm, bucketLevel(s, L.tpm, now))
-    return out
   }
 }
