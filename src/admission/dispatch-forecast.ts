@@ -17,7 +17,8 @@
  *   it while its mean is within the class's limit (decode-guard.ts);
  * - at a step end where the guard is open and the budget has room, the queue ahead drains
  *   into the room, whole requests (of the mean size queued) at a time, as the dispatcher
- *   takes them (one that does not fit waits for room);
+ *   takes them (one that does not fit waits for room, and an endpoint with nothing pending
+ *   takes the head whatever its size: a prompt larger than the whole budget goes alone);
  *   the request goes when what is ahead of it and its own prompt fit.
  *
  * Its first token then comes at the end of the step after the one in progress (a prompt
@@ -136,7 +137,8 @@ export function forecastDispatch(
   }))
   let ahead = queuedAhead.tokens
   // the dispatcher sends whole requests, in order: the queue drains a request (of the mean
-  // size queued ahead) at a time, and one that does not fit waits for room (as its head does)
+  // size queued ahead) at a time, and one that does not fit waits for room (as its head
+  // does), but where nothing is pending the head goes whatever its size (fitsBudget)
   const unit = queuedAhead.requests > 0 ? queuedAhead.tokens / queuedAhead.requests : 0
   // a request ahead reserves KV in the proportion this one does to the tokens it computes
   const unitKv = unit * (ownKv / Math.max(1, ownTokens))
@@ -200,7 +202,7 @@ export function forecastDispatch(
         ? Math.min(Math.floor(room / unit), s.slots, Math.floor(s.kvFree / unitKv))
         : Number.POSITIVE_INFINITY
     const whole = unit > 0 ? fits * unit : room
-    const take = Math.min(ahead, pending <= 0 && fits > 0 ? Math.max(unit, whole) : whole)
+    const take = Math.min(ahead, pending <= 0 ? Math.max(unit, whole) : whole)
     ahead -= take
     s.next += take
     if (unit > 0) {

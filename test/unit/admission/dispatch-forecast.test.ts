@@ -146,6 +146,20 @@ describe('forecastDispatch', () => {
     expect(f?.withTokens).toBe(3000)
   })
 
+  it('sends a head larger than the whole budget once nothing is pending there, as the dispatcher does', () => {
+    // a 4,000-token budget; one request of 5,000 queued ahead of this one; the step in
+    // progress (40 ms left) prefills 1,000. The dispatcher (fitsBudget) takes the head
+    // when nothing awaits its first token there, so: the step ends, the head goes, a
+    // decode step, then the head's prefill step; after it this request goes
+    const eps = [endpoint({ residualMs: 40, stepMs: 50, inStepTokens: 1000, budgetTokens: 4000 })]
+    const f = fc(eps, requests(1, 5000), 300, 0, 2000)
+    expect(f).toBeDefined()
+    expect(f!.waitMs).toBeCloseTo(40 + step(0) + step(5000), 5)
+    expect(f!.withTokens).toBe(0)
+    // itself larger than the budget, behind it: the same
+    expect(fc(eps, requests(1, 5000), 4500, 0, 2000)?.waitMs).toBeCloseTo(40 + step(0) + step(5000), 5)
+  })
+
   it("waits for a batch slot when the engine's batch is full: the first running stream to end frees it", () => {
     // max_num_seqs reached; the running streams have 30, 80 and 200 tokens to go
     const full = endpoint({
