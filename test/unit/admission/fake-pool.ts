@@ -18,6 +18,9 @@ import type {
 import { ManualClock } from '../../../src/clock.js'
 import type { ScorerName } from '../../../src/config/routing.js'
 import { configSchema, poolSchema } from '../../../src/config/schema.js'
+import { promptSize } from '../../../src/openai/request-fields.js'
+import type { TokenEstimator } from '../../../src/openai/token-estimator.js'
+import { Ticket } from '../../../src/ticket.js'
 
 export class FakePool implements BackendPool {
   readonly name: string
@@ -130,4 +133,25 @@ export function gatesOnOneEndpoint(): { gates: EndpointGates; clock: ManualClock
     source: 'default_prior',
   })
   return { gates, clock, view: new FakePool().views()[0]! }
+}
+
+/**
+ * A chat request's ticket as parse leaves it (model, generation, its prompt's size and
+ * estimated tokens by `tokens`), for tests that call Admission.admit with its body.
+ */
+export function chatTicket(
+  tokens: TokenEstimator,
+  body: { model: string; messages: readonly { role: string; content: string }[] },
+  expectedOutputTokens: number,
+  id = 't',
+): Ticket {
+  const t = new Ticket(id, 'POST', '/v1/chat/completions', 1000)
+  t.model = body.model
+  t.generation = true
+  t.expectedOutputTokens = expectedOutputTokens
+  const size = promptSize(body)
+  t.promptChars = size.chars
+  t.promptMessages = size.messages
+  t.promptTokens = tokens.estimate(body.model, size.chars, size.messages)
+  return t
 }

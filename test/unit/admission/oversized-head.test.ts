@@ -10,10 +10,8 @@ import { Waiting } from '../../../src/admission/waiting.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { GatewayError } from '../../../src/errors.js'
-import { promptSize } from '../../../src/openai/request-fields.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
-import { Ticket } from '../../../src/ticket.js'
-import { FakePool, fakeBackends } from './fake-pool.js'
+import { chatTicket, FakePool, fakeBackends } from './fake-pool.js'
 
 describe('a request queued behind a prompt larger than the prefill budget', () => {
   it('is predicted from the head going alone, not at the horizon, and admitted to the queue', () => {
@@ -29,14 +27,7 @@ describe('a request queued behind a prompt larger than the prefill budget', () =
     let n = 0
     const send = (chars: number) => {
       const body = { model: 'm', messages: [{ role: 'user', content: `${n} ${'x'.repeat(chars)}` }] }
-      const t = new Ticket(`t${n++}`, 'POST', '/v1/chat/completions', 1000)
-      t.model = 'm'
-      t.generation = true
-      t.expectedOutputTokens = 16
-      const size = promptSize(body)
-      t.promptChars = size.chars
-      t.promptMessages = size.messages
-      t.promptTokens = tokens.estimate('m', size.chars, size.messages)
+      const t = chatTicket(tokens, body, 16, `t${n++}`)
       return { ticket: t, admitted: admission.admit(t, body, pool) }
     }
     // ~1,500 tokens prefilling (4 characters a token); then ~3,000 (over the whole 2,000 budget) queued

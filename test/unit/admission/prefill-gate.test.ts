@@ -8,10 +8,8 @@ import { Admission } from '../../../src/admission/admission.js'
 import { AdmittedLease, Waiting } from '../../../src/admission/waiting.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
-import { promptSize } from '../../../src/openai/request-fields.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
-import { Ticket } from '../../../src/ticket.js'
-import { FakePool, fakeBackends } from './fake-pool.js'
+import { chatTicket, FakePool, fakeBackends } from './fake-pool.js'
 
 type Message = { role: string; content: string }
 
@@ -42,14 +40,7 @@ function setup(prefixCache: boolean) {
   const admission = new Admission(config, fakeBackends(pool), new ManualClock(1000), tokens)
   const send = (messages: Message[]) => {
     const body = { model: 'm', messages }
-    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
-    t.model = 'm'
-    t.generation = true
-    t.expectedOutputTokens = 16
-    const size = promptSize(body)
-    t.promptChars = size.chars
-    t.promptMessages = size.messages
-    t.promptTokens = tokens.estimate('m', size.chars, size.messages)
+    const t = chatTicket(tokens, body, 16)
     return { ticket: t, admitted: admission.admit(t, body, pool) }
   }
   const prefilling = () =>

@@ -4,10 +4,8 @@ import type { AdmittedLease } from '../../../src/admission/waiting.js'
 import { ManualClock } from '../../../src/clock.js'
 import type { ScorerName } from '../../../src/config/routing.js'
 import { configSchema } from '../../../src/config/schema.js'
-import { promptSize } from '../../../src/openai/request-fields.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
-import { Ticket } from '../../../src/ticket.js'
-import { FakePool, fakeBackends } from './fake-pool.js'
+import { chatTicket, FakePool, fakeBackends } from './fake-pool.js'
 
 type Message = { role: string; content: string }
 
@@ -33,14 +31,7 @@ function setup(prefixCache = true, scorer?: ScorerName) {
   /** A request as parse leaves it, and its decision: admitted now (its lease) or not. */
   const send = (messages: Message[]) => {
     const body = { model: 'm', messages }
-    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
-    t.model = 'm'
-    t.generation = true
-    t.expectedOutputTokens = 64
-    const size = promptSize(body)
-    t.promptChars = size.chars
-    t.promptMessages = size.messages
-    t.promptTokens = tokens.estimate('m', size.chars, size.messages)
+    const t = chatTicket(tokens, body, 64)
     const admitted = admission.admit(t, body, pool)
     return { ticket: t, admitted }
   }

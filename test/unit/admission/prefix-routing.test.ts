@@ -13,9 +13,8 @@ import { createBackends } from '../../../src/backends/backends.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { GatewayError } from '../../../src/errors.js'
-import { promptSize } from '../../../src/openai/request-fields.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
-import { Ticket } from '../../../src/ticket.js'
+import { chatTicket } from './fake-pool.js'
 
 type Message = { role: string; content: string }
 
@@ -60,15 +59,8 @@ function setup(scorer: 'least-wait' | 'prefix-affinity', admissionConfig: object
   /** Admits a request: its lease, its place in the queue, or its refusal. */
   const admit = (messages: Message[], session?: string) => {
     const body = { model: 'm', messages }
-    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
-    t.model = 'm'
-    t.generation = true
-    t.expectedOutputTokens = 64
+    const t = chatTicket(tokens, body, 64)
     t.sessionId = session
-    const size = promptSize(body)
-    t.promptChars = size.chars
-    t.promptMessages = size.messages
-    t.promptTokens = tokens.estimate('m', size.chars, size.messages)
     return { ticket: t, admitted: admission.admit(t, body, pool) }
   }
   const send = (messages: Message[], session?: string) => {
