@@ -221,7 +221,7 @@ export class MemoryStore implements Limiter {
     const s = this.state(tenant)
     this.rollDay(s)
     this.sweep(s, now)
-    return { ...withStates({}, s, limits, now), concurrent: s.leases.size, dailyTokens: s.dayUsed }
+    return withStates({ concurrent: s.leases.size, dailyTokens: s.dayUsed }, s, limits, now)
   }
 
   async close(): Promise<void> {
