@@ -57,7 +57,7 @@ export function setupSection(report: Report, f: SetupFacts): void {
       'GPU, and every time constant of the gateway is multiplied by the same factor: the interactive',
       `SLOs (TTFT ${gi?.slo.ttft_ms} ms, TPOT ${gi?.slo.tpot_ms} ms wall = ${f.slo.ttftMs} / ${f.slo.tpotMs} ms model), the`,
       `queue waits (interactive ${gi?.max_queue_wait_ms} ms), batch's E2E (${gb?.slo.e2e_ms} ms), the floor's window (${g.admission.min_share_window_ms} ms), the decode`,
-      `guard's ITL window (${g.admission.itl_window_ms} ms), the probe interval (${g.admission.probe_interval_ms} ms),`,
+      `guard's ITL time constant (${g.admission.itl_window_ms} ms), the probe interval (${g.admission.probe_interval_ms} ms),`,
       `and the pool's staleness limit (${g.backends.pools[0]?.stale_after_ms} ms). Everything else is the shipped default (margin`,
       `${g.admission.margin * 100}%, KV limits 0.80/0.70, the interactive degrade ladder \`cap_max_tokens: 512\`). So the run is the`,
       "real-time workload, slowed down. The estimator's priors and the prefill budget are not configured: the gateway",

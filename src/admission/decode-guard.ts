@@ -14,13 +14,22 @@
  * token prefilled in it. So the inter-token latency (ITL) the gateway sees on the streams
  * it relays from an endpoint is that endpoint's step time now: what a request dispatched
  * there will decode at. It is measured live, as the mean gap between consecutive content
- * chunks of all the endpoint's streams over windows of `windowMs` (a few engine steps),
- * from every class (all share the steps), so it does not go stale while one class is
- * refused. An endpoint with no streamed measurement for two windows is not held back.
+ * chunks of all the endpoint's streams, each gap's weight decaying with a time constant
+ * `tauMs` (a few engine steps), from every class (all share the steps), so it does not go
+ * stale while one class is refused. An endpoint with no gap for two time constants is not
+ * held back.
  *
  * The guard closes while ITL is over the objective: no new prefill goes to the endpoint,
  * its steps shrink back to decode, and the queue forms in the gateway (where a request's
- * predicted TTFT sees it) instead of in the running batch.
+ * predicted TTFT sees it) instead of in the running batch. It opens at the gap that brings
+ * the mean back within the limit. A decaying mean, not the mean of fixed windows: a
+ * stream's TPOT is the mean of all its steps, and one long prefill step among short decode
+ * steps barely moves it. Over fixed windows of 200 ms, one ~270 ms step put a window over a
+ * 45 ms limit and held the guard closed for the whole next window, ~200-400 ms of decode at
+ * ~14 ms a step, while the streams there ended at a TPOT of ~14 ms (the a100 profile at
+ * 0.5x in bench:admission): requests arriving then were predicted to wait out the window and
+ * refused. The decaying mean weighs the long step against the short ones before it and opens
+ * after a few short ones.
  *
  * A class below keeps headroom under the objectives above it while a class above is active
  * (`headroomBelow`, admission.decode_headroom_below): it gets a TPOT objective of its own,
@@ -28,7 +37,7 @@
  * any class's. Sharing one limit, a batch flood that is already running holds the steps at
  * the very ITL that closes interactive's guard, so interactive waits in the gateway behind
  * work it outranks, and its long prompts, predicted at those steps, are refused. A fixed
- * headroom is not enough: the guard reads the ITL a window late, and the flood's prefill
+ * headroom is not enough: the guard reads the ITL a step late, and the flood's prefill
  * overshoots it (on the 70B profile in bench:admission, batch at 0.7 of interactive's limit
  * still ran steps of ~33 ms at 2x); the learned margin corrects the overshoot, as it does
  * for interactive's own streams.
@@ -65,13 +74,11 @@ export interface ItlWindow {
   readonly gaps: number
 }
 
-/** Where an endpoint's ITL window is now, for a forecast of when the guard opens (dispatch-forecast.ts). */
+/** Where an endpoint's decaying ITL mean is now, for a forecast of when the guard opens (dispatch-forecast.ts). */
 export interface GuardWindow {
-  /** The window's length, ms. */
-  readonly windowMs: number
-  /** Its age now, ms. */
-  readonly ageMs: number
-  /** The gaps it has so far: their sum (ms) and count. */
+  /** The mean's time constant, ms: a gap's weight falls by e in that time. */
+  readonly tauMs: number
+  /** The decayed sums as of now: of the gaps (ms) and of their weights (the mean is their ratio). */
   readonly sumMs: number
   readonly gaps: number
   /** The ITL under which the class may dispatch. */
@@ -80,44 +87,60 @@ export interface GuardWindow {
   readonly open: boolean
 }
 
-/** Mean inter-chunk gap of one endpoint's streams, per window. */
+/**
+ * One endpoint's inter-chunk gaps: their mean, each gap's weight decaying with time
+ * constant `tauMs` (the guard's measure), and fixed windows of that length (engine facts
+ * read each closed window's mean as the endpoint's step time).
+ */
 class ItlMeter {
+  /** The decayed sums of the gaps and of their weights, as of `at` (the last gap). */
+  dSum = 0
+  dN = 0
+  at: number
+  /** The window now open. */
   sum = 0
   n = 0
   start: number
-  /** The last closed window's mean gap, ms. */
-  value: number | undefined = undefined
-  /** The gaps the last closed window averaged. */
-  gaps = 0
-  closedAt = Number.NEGATIVE_INFINITY
 
   constructor(now: number) {
+    this.at = now
     this.start = now
   }
 
-  /** When the window now open can close: at its first gap once it has lasted `windowMs`, ms from `now`. */
-  closesInMs(now: number, windowMs: number): number {
-    return Math.max(0, this.start + windowMs - now)
+  /** The decaying mean, ms (a mean of weights that decay alike does not change between gaps). */
+  get mean(): number {
+    return this.dSum / this.dN
   }
 
-  /** Adds one gap; true when it closed a window (the value changed). */
-  record(gapMs: number, now: number, windowMs: number): boolean {
+  /** Adds one gap; true when it closed a window of `tauMs`. */
+  record(gapMs: number, now: number, tauMs: number): boolean {
+    if (now !== this.at) {
+      const decay = Math.exp((this.at - now) / tauMs)
+      this.dSum *= decay
+      this.dN *= decay
+      this.at = now
+    }
+    this.dSum += gapMs
+    this.dN++
     this.sum += gapMs
     this.n++
-    if (now - this.start < windowMs) return false
-    this.value = this.sum / this.n
-    this.gaps = this.n
-    this.closedAt = now
-    this.sum = 0
-    this.n = 0
+    if (now - this.start < tauMs) return false
     this.start = now
     return true
+  }
+
+  /** Closes the window now open: its mean and gaps. */
+  closeWindow(): ItlWindow {
+    const w = { meanMs: this.sum / this.n, gaps: this.n }
+    this.sum = 0
+    this.n = 0
+    return w
   }
 }
 
 export class DecodeGuard {
   private readonly clock: Clock
-  private readonly windowMs: number
+  private readonly tauMs: number
   private readonly meters = new Map<string, ItlMeter>()
   /** Classes with a TPOT objective: the objective and its margin. */
   private readonly objectives = new Map<string, Objective>()
@@ -133,7 +156,7 @@ export class DecodeGuard {
   constructor(
     classes: readonly GuardedClass[],
     margin: number,
-    windowMs: number,
+    tauMs: number,
     clock: Clock,
     missTarget = 0,
     headroomBelow = 0,
@@ -141,7 +164,7 @@ export class DecodeGuard {
     if (!(headroomBelow >= 0 && headroomBelow < 1))
       throw new RangeError(`headroomBelow must be in [0, 1), got ${headroomBelow}`)
     this.clock = clock
-    this.windowMs = windowMs
+    this.tauMs = tauMs
     for (const c of classes) {
       if (c.tpotMs !== undefined)
         this.objectives.set(c.name, { tpotMs: c.tpotMs, margin: new MissMargin(margin, missTarget) })
@@ -216,47 +239,64 @@ export class DecodeGuard {
     ])
   }
 
-  /** Records one inter-chunk gap of a stream from `endpoint`; returns the window when this closed one. */
+  /**
+   * Records one inter-chunk gap of a stream from `endpoint`; returns the window when this
+   * closed one (engine facts). Signals `onChange` when the guard may have opened: at a
+   * window's close, and when the gap brought the mean down to a class's limit.
+   */
   observe(endpoint: string, gapMs: number, now: number): ItlWindow | undefined {
     let m = this.meters.get(endpoint)
     if (m === undefined) {
       m = new ItlMeter(now)
       this.meters.set(endpoint, m)
     }
-    if (!m.record(gapMs, now, this.windowMs)) return undefined
-    this.onChange?.()
-    return { meanMs: m.value as number, gaps: m.gaps }
+    // unmeasured or stale, the guard was open: no gap opens it
+    const before = m.dN > 0 && now - m.at <= 2 * this.tauMs ? m.mean : Number.NEGATIVE_INFINITY
+    const closed = m.record(gapMs, now, this.tauMs)
+    if (closed || (m.mean < before && this.crossed(m.mean, before))) this.onChange?.()
+    return closed ? m.closeWindow() : undefined
   }
 
-  /** The endpoint's current ITL, ms; undefined when nothing was measured in the last two windows. */
+  /** True when some class's limit lies in [`to`, `from`): a fall of the mean from `from` to `to` opened it. */
+  private crossed(to: number, from: number): boolean {
+    for (const name of this.bindingFor.keys()) {
+      const limit = this.limitMs(name)
+      if (to <= limit && limit < from) return true
+    }
+    return false
+  }
+
+  /** The endpoint's current ITL (its decaying mean), ms; undefined when it had no gap in two time constants. */
   itl(endpoint: string): number | undefined {
     const m = this.meters.get(endpoint)
-    if (m === undefined || this.clock.now() - m.closedAt > 2 * this.windowMs) return undefined
-    return m.value
+    if (m === undefined || this.clock.now() - m.at > 2 * this.tauMs) return undefined
+    return m.mean
   }
 
   /**
-   * When `endpoint` may open again for a class it is closed to: when its window now open
-   * closes (at its first gap past the window's length, so at least one gap from now), with
-   * a new mean. The earliest time it can: a window whose mean is still over the limit keeps
-   * it closed for one more.
+   * When `endpoint` may open again for `className`, ms from now (0: open). An estimate: the
+   * gaps so far lose weight by e per time constant from the last one; with the next gaps far
+   * shorter than the limit, the mean reaches it tau x ln(mean / limit) after the last gap
+   * (and with no gap at all, the endpoint is not held two time constants after it).
    */
-  reopenInMs(endpoint: string): number {
-    const m = this.meters.get(endpoint)
-    if (m === undefined) return 0
-    const now = this.clock.now()
-    return Math.max(m.closesInMs(now, this.windowMs), this.itl(endpoint) ?? 0)
+  reopenInMs(endpoint: string, className: string): number {
+    const itl = this.itl(endpoint)
+    const limit = this.limitMs(className)
+    if (itl === undefined || itl <= limit) return 0
+    const m = this.meters.get(endpoint) as ItlMeter
+    const afterLastGap = this.tauMs * Math.min(2, Math.log(itl / limit))
+    return Math.max(0, m.at + afterLastGap - this.clock.now())
   }
 
   /** The guard of `endpoint` for `className` as a forecast needs it (undefined: never measured there). */
   window(className: string, endpoint: string): GuardWindow | undefined {
     const m = this.meters.get(endpoint)
     if (m === undefined) return undefined
+    const decay = Math.exp((m.at - this.clock.now()) / this.tauMs)
     return {
-      windowMs: this.windowMs,
-      ageMs: this.clock.now() - m.start,
-      sumMs: m.sum,
-      gaps: m.n,
+      tauMs: this.tauMs,
+      sumMs: m.dSum * decay,
+      gaps: m.dN * decay,
       limitMs: this.limitMs(className),
       open: this.allows(className, endpoint),
     }

@@ -5,16 +5,16 @@
  * whose prefill budget has room and whose decode guard is open.
  *
  * The gateway dispatches only at a few moments: a step end at an endpoint (its streams'
- * tokens; the prompts that step prefilled leave the budget, and its decode guard's window
- * may close with a new mean). Between them nothing changes. So the forecast walks step
+ * tokens; the prompts that step prefilled leave the budget, and its decode guard's mean
+ * moves). Between them nothing changes. So the forecast walks step
  * ends, earliest first across endpoints, from what is known now (step-timeline.ts):
  *
  * - each endpoint's step in progress ends when its step model says; the prompts sent
  *   before it began are prefilled then; the next step takes the prompts sent since, and
  *   lasts what the model says of them and the streams decoding there;
  * - each step end adds one gap of that step's length per decoding stream to the guard's
- *   window; a window closes at its first gap past its length, and the guard is open after
- *   it while its mean is within the class's limit (decode-guard.ts);
+ *   decaying mean (the weights before it decay by the step's length), and the guard is
+ *   open after it while that mean is within the class's limit (decode-guard.ts);
  * - at a step end where the guard is open and the budget has room, the queue ahead drains
  *   into the room, whole requests (of the mean size queued) at a time, as the dispatcher
  *   takes them (one that does not fit waits for room, and an endpoint with nothing pending
@@ -88,7 +88,7 @@ interface Sim {
   next: number
   decodes: number
   context: number
-  wAge: number
+  /** The guard's decayed sums (decode-guard.ts, GuardWindow). */
   wSum: number
   wGaps: number
   open: boolean
@@ -125,7 +125,6 @@ export function forecastDispatch(
     next: e.nextTokens,
     decodes: e.decodes,
     context: e.contextTokens,
-    wAge: e.guard?.ageMs ?? 0,
     wSum: e.guard?.sumMs ?? 0,
     wGaps: e.guard?.gaps ?? 0,
     open: e.guard?.open ?? true,
@@ -216,12 +215,12 @@ export function forecastDispatch(
 
 /**
  * The step in progress at `s` ends: its prompts are done, its streams' gaps (each the
- * step's length) go to the guard's window, the next step begins. A window closes at its
- * first gap past its length (decode-guard.ts): that one gap is its last, the others of the
- * same step open the next window.
+ * step's length) go to the guard's decaying mean (its weights decayed since the last step
+ * end, or since now), the next step begins.
  */
 function stepEnds(s: Sim): void {
-  s.wAge += s.end - s.t
+  const gap = s.length
+  const sinceMs = s.end - s.t
   s.t = s.end
   // each stream there got a token: those with none left free their slots
   s.steps++
@@ -231,18 +230,14 @@ function stepEnds(s: Sim): void {
     s.ended++
     s.slots++
   }
-  const gap = s.length
   const g = s.e.guard
   if (s.decodes > 0) {
     s.context += s.decodes
-    if (g !== undefined && s.wAge >= g.windowMs) {
-      s.open = (s.wSum + gap) / (s.wGaps + 1) <= g.limitMs
-      s.wAge = 0
-      s.wSum = (s.decodes - 1) * gap
-      s.wGaps = s.decodes - 1
-    } else {
-      s.wSum += s.decodes * gap
-      s.wGaps += s.decodes
+    if (g !== undefined) {
+      const decay = Math.exp(-sinceMs / g.tauMs)
+      s.wSum = s.wSum * decay + s.decodes * gap
+      s.wGaps = s.wGaps * decay + s.decodes
+      s.open = s.wSum / s.wGaps <= g.limitMs
     }
   } else s.open = true
   s.cur = s.next

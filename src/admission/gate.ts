@@ -121,7 +121,7 @@ export class EndpointGates {
     this.guard.active = f
   }
 
-  /** Called when the decode guard may have opened (a decode window closed). */
+  /** Called when the decode guard may have opened (DecodeGuard.onChange). */
   set onChange(f: () => void) {
     this.guard.onChange = f
   }
@@ -175,8 +175,8 @@ export class EndpointGates {
 
   /**
    * When `v` is expected to open for this request (0: it is open now): the prefill budget
-   * when its pending prompts have their first tokens, the decode guard when its ITL window
-   * now open closes, headroom (a batch slot, KV room) when `slotFreeInMs` says a request there ends.
+   * when its pending prompts have their first tokens, the decode guard when its ITL mean
+   * is expected back within the limit, headroom (a batch slot, KV room) when `slotFreeInMs` says a request there ends.
    * Each gate that is closed must open: the latest of them.
    */
   reopenInMs(
@@ -194,7 +194,7 @@ export class EndpointGates {
     if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }
-    if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.guard.reopenInMs(v.name))
+    if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.guard.reopenInMs(v.name, className))
     if (this.breaksPromise(v.name, tokens, this.priorityOf(className)))
       ms = Math.max(ms, this.phase(v.name).residualMs)
     if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {

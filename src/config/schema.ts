@@ -383,8 +383,8 @@ const admissionSchema = z
     max_inflight_per_endpoint: positiveInt.default(256),
     /**
      * Decode guard: a class dispatches to an endpoint only while its streams' inter-token
-     * latency, averaged over windows of this length, is within the TPOT objective (x (1 - margin))
-     * of that class and every class above it. A few engine steps.
+     * latency, a mean whose weights decay with this time constant, is within the TPOT objective
+     * (x (1 - margin)) of that class and every class above it. A few engine steps.
      */
     itl_window_ms: positiveInt.default(200),
     /**

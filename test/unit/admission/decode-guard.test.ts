@@ -21,13 +21,18 @@ describe('DecodeGuard', () => {
     const g = new DecodeGuard(classes, 0.1, 200, clock)
     expect(g.allows('batch', 'a')).toBe(true) // nothing measured yet
     stream(g, clock, 'a', 60, 5)
-    expect(g.itl('a')).toBe(60)
+    expect(g.itl('a')).toBeCloseTo(60, 9)
     expect(g.allows('batch', 'a')).toBe(false) // batch holds for interactive's objective
     expect(g.allows('interactive', 'a')).toBe(false)
     expect(g.allows('batch', 'b')).toBe(true) // per endpoint
-    stream(g, clock, 'a', 40, 6)
-    expect(g.itl('a')).toBe(40)
-    expect(g.allows('batch', 'a')).toBe(true) // 40 <= 50 x 0.9
+    stream(g, clock, 'a', 40, 3)
+    // the mean moves toward the new gaps, the 60s' weights decaying: ~48 ms after three
+    expect(g.itl('a')).toBeLessThan(50)
+    expect(g.itl('a')).toBeGreaterThan(45)
+    expect(g.allows('batch', 'a')).toBe(false) // over 50 x 0.9
+    stream(g, clock, 'a', 40, 3)
+    expect(g.itl('a')).toBeLessThan(45)
+    expect(g.allows('batch', 'a')).toBe(true) // within 50 x 0.9
   })
 
   it("tightens a class's limit while its admitted streams end above their TPOT objective, for the classes below too", () => {
@@ -50,15 +55,17 @@ describe('DecodeGuard', () => {
     expect(g.margins()).toEqual({ interactive: 0.279 })
   })
 
-  it('expects a closed endpoint to reopen when the window now open closes, a gap from now at least', () => {
+  it('expects a closed endpoint to reopen when its mean decays to the limit', () => {
     const clock = new ManualClock()
     const g = new DecodeGuard(classes, 0.1, 200, clock)
-    expect(g.reopenInMs('a')).toBe(0) // nothing measured
-    stream(g, clock, 'a', 60, 5) // the first window (from the first gap, at 60) closed at 300
+    expect(g.reopenInMs('a', 'interactive')).toBe(0) // nothing measured
+    stream(g, clock, 'a', 60, 5)
     expect(g.allows('interactive', 'a')).toBe(false)
-    expect(g.reopenInMs('a')).toBe(200) // the window opened at 300 lasts until 500
-    stream(g, clock, 'a', 60, 3) // now 480
-    expect(g.reopenInMs('a')).toBe(60) // 20 ms left, but its next gap is 60 away
+    // 60 ms over a 45 ms limit: 200 x ln(60 / 45)
+    expect(g.reopenInMs('a', 'interactive')).toBeCloseTo(57.5, 1)
+    stream(g, clock, 'a', 10, 6) // short steps bring it back
+    expect(g.allows('interactive', 'a')).toBe(true)
+    expect(g.reopenInMs('a', 'interactive')).toBe(0)
   })
 
   it('keeps the configured margin with a miss target of 0', () => {
@@ -67,16 +74,29 @@ describe('DecodeGuard', () => {
     expect(g.limitMs('interactive')).toBeCloseTo(45, 9)
   })
 
-  it('learns from any class and signals each closed window', () => {
+  it('signals each closed window, and each gap that brings the mean within a limit', () => {
     const clock = new ManualClock()
     const g = new DecodeGuard(classes, 0.1, 100, clock)
     let changes = 0
     g.onChange = () => changes++
-    stream(g, clock, 'a', 10, 25) // 250 ms: two windows closed
+    stream(g, clock, 'a', 10, 25) // 250 ms: two windows closed (from the first gap, at 10)
     expect(changes).toBe(2)
+    const windows: number[] = []
+    clock.advance(60)
+    windows.push(g.observe('a', 60, clock.now())?.meanMs ?? Number.NaN) // closes the third
+    expect(windows[0]).toBeCloseTo((4 * 10 + 60) / 5) // a window's plain mean (gaps 220-250 and this), for engine facts
+    expect(changes).toBe(3)
+    // 20 gaps of 100 ms at once (a long step of 20 streams): over 45 ms, closed
+    for (let i = 0; i < 20; i++) g.observe('a', 100, clock.now() + 100)
+    clock.advance(100)
+    expect(g.allows('interactive', 'a')).toBe(false)
+    const before = changes
+    // short steps: the one that brings the mean to 45 ms signals
+    while (!g.allows('interactive', 'a')) stream(g, clock, 'a', 5, 1)
+    expect(changes).toBe(before + 1)
   })
 
-  it('forgets an endpoint with no streams for two windows', () => {
+  it('forgets an endpoint with no gap for two time constants', () => {
     const clock = new ManualClock()
     const g = new DecodeGuard(classes, 0.1, 200, clock)
     stream(g, clock, 'a', 80, 4)
@@ -101,7 +121,7 @@ describe('DecodeGuard', () => {
     expect(g.allows('batch', 'a')).toBe(false)
     // bulk's own objective (27) binds below interactive's 31.5
     expect(g.limitMs('bulk')).toBeCloseTo(27)
-    stream(g, clock, 'a', 30, 7)
+    stream(g, clock, 'a', 30, 20) // 600 ms: the 40s weigh e^-3 now
     expect(g.allows('batch', 'a')).toBe(true)
     active = false // interactive idle: batch shares its limit again
     expect(g.limitMs('batch')).toBeCloseTo(45)

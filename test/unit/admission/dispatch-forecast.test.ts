@@ -1,9 +1,9 @@
 /**
  * The dispatch forecast (dispatch-forecast.ts): when a queued request goes, played step by
  * step from what the gateway knows of its endpoints, with its own gates' rules: the prefill
- * budget frees when the step prefilling its prompts ends, the decode guard opens at a
- * window's close whose mean is within the limit (the window closes at its first gap past
- * its length: one gap of that step is its last), the queue ahead drains into the budget.
+ * budget frees when the step prefilling its prompts ends, the decode guard opens at the
+ * step end whose gaps bring its decaying mean within the limit, the queue ahead drains into
+ * the budget.
  */
 import { describe, expect, it } from 'vitest'
 import { type EndpointNow, forecastDispatch } from '../../../src/admission/dispatch-forecast.js'
@@ -97,11 +97,11 @@ describe('forecastDispatch', () => {
     expect(full?.withTokens).toBe(1000 + 6000) // no more than the budget's room after it
   })
 
-  it('opens the decode guard at a window close whose mean is within the limit', () => {
-    // 10 streams decoding at ~10 ms a step; the window, 150 ms old, has 100 gaps of 60 ms
-    // mean: at its close, ~50 ms from now, 50 gaps of 10 ms more make it ~43 ms, over a
-    // 40 ms limit; the next window holds 10 ms gaps only: open at its close, 200 ms later
-    const closed = { windowMs: 200, ageMs: 150, sumMs: 60 * 100, gaps: 100, limitMs: 40, open: false }
+  it('opens the decode guard at the step end that brings its decaying mean within the limit', () => {
+    // 10 streams decoding at ~10 ms a step; the guard's mean is 60 ms over 100 gaps' weight.
+    // Each step end decays the weights by e^(-step / 200) and adds 10 gaps of ~10 ms: the
+    // mean is ~55 ms after the step in progress (4 ms), then 51, 47, 44, 42, 39.5 ms
+    const closed = { tauMs: 200, sumMs: 60 * 100, gaps: 100, limitMs: 40, open: false }
     const f = fc(
       [endpoint({ residualMs: 4, decodes: 10, guard: closed, openNow: false })],
       none,
@@ -110,9 +110,8 @@ describe('forecastDispatch', () => {
       2000,
     )
     expect(f).toBeDefined()
-    expect(f!.waitMs).toBeGreaterThan(245)
-    expect(f!.waitMs).toBeLessThan(265)
-    // within a 45 ms limit, it opens at the first close
+    expect(f!.waitMs).toBeCloseTo(4 + 5 * 10.1, 0) // the sixth step end
+    // within a 45 ms limit, it opens at the fourth (44.7 ms)
     const within = { ...closed, limitMs: 45 }
     const g = fc(
       [endpoint({ residualMs: 4, decodes: 10, guard: within, openNow: false })],
@@ -121,19 +120,22 @@ describe('forecastDispatch', () => {
       0,
       2000,
     )
-    expect(g!.waitMs).toBeGreaterThan(50)
-    expect(g!.waitMs).toBeLessThan(65)
+    expect(g!.waitMs).toBeCloseTo(4 + 3 * 10.1, 0)
   })
 
-  it('does not count a long step whole in the window it closes: its other gaps open the next', () => {
-    // the window is at 195 ms with a 15 ms mean; a 200 ms prefill step is running
-    const guard = { windowMs: 200, ageMs: 195, sumMs: 15 * 400, gaps: 400, limitMs: 40, open: true }
+  it('weighs a long step against the short ones before it: one prefill step does not close the guard', () => {
+    // a mean of 15 ms over 400 gaps' weight; a 200 ms prefill step ends in 50 ms
+    const guard = { tauMs: 200, sumMs: 15 * 400, gaps: 400, limitMs: 40, open: true }
     const eps = [
       endpoint({ residualMs: 50, stepMs: 200, inStepTokens: 7600, decodes: 40, guard, openNow: false }),
     ]
     const f = fc(eps, none, 500, 0, 2000)
-    // at the step's end the window closes with one 200 ms gap: (6,000 + 200) / 401 < 40, open
+    // at its end (weights x e^(-50/200)): (4,673 + 40 x 200) / (311.5 + 40) = 36 ms, within 40: open
     expect(f?.waitMs).toBe(50)
+    // over a 30 ms limit it closes, and the next decode steps (~10 ms) bring it back within
+    const tight = fc([{ ...eps[0]!, guard: { ...guard, limitMs: 30 } }], none, 500, 0, 2000)
+    expect(tight!.waitMs).toBeGreaterThan(60)
+    expect(tight!.waitMs).toBeLessThan(200)
   })
 
   it('sends whole requests: a head that does not fit the room left waits for the step to end', () => {
