@@ -84,7 +84,7 @@ export function estimatorSection(
     'From /admin/state at the start and end of each measured window, converted to model time: ' +
       'TTFT ≈ queue wait + server time; queue wait = 0 when the request can go at once, else ' +
       "W, its forecast wait (the endpoints' next steps played forward by their step models, with the " +
-      "prefill budget and the decode guard's windows); server time = α + β · prompt tokens in its step (those sent " +
+      "prefill budget and the decode guard's mean); server time = α + β · prompt tokens in its step (those sent " +
       'with it, and its own to compute) + γ · a decode step (step model) + δ · the time left in the step in progress ' +
       'when it is sent. D, the measured dispatch rate, prices Retry-After. One estimator per pool; the server part is ' +
       "fitted (recursive least squares) to every streamed request's dispatch-to-first-token time, the wait is " +

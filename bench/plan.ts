@@ -9,7 +9,7 @@
  *
  * The measured side is time-scaled: the simulator K times slower (`sim --time-scale K`), and
  * every duration of the gateway's that is engine time K times longer (objectives, queue waits,
- * the decode guard's window, the probe interval, the min-share window, the scrape interval and
+ * the decode guard's time constant, the probe interval, the min-share window, the scrape interval and
  * staleness), the rates K times lower; the measured rate is reported times K. So the gateway's
  * and the client's CPU (on a shared machine, milliseconds of event-loop lag) is small beside
  * the engine's steps, as it is beside a GPU's. K defaults per profile to make one decode step
@@ -102,7 +102,7 @@ function scaledWorkload(file: string, dir: string, K: number): string {
 
 /**
  * The gateway's durations that are engine time, K times longer: the built-in classes'
- * objectives and queue waits, the decode guard's window, the probe interval, the min-share
+ * objectives and queue waits, the decode guard's time constant, the probe interval, the min-share
  * window, the pool's scrape interval and staleness (defaults read from the schema). Not the
  * estimator's priors: set, they would be overrides that the engine facts never replace.
  */

@@ -148,7 +148,7 @@ export class DecodeGuard {
   private readonly bindingFor = new Map<string, readonly string[]>()
   /** For each class below one with a TPOT objective (headroomBelow > 0): its objective while one above is active. */
   private readonly belowObjectives = new Map<string, Objective & { readonly above: readonly string[] }>()
-  /** Called when a window closes (the guard may have opened). */
+  /** Called when the guard may have opened (a gap brought the mean within a limit, or a window closed). */
   onChange: (() => void) | undefined = undefined
   /** True while `className` has had an arrival lately (its classes below then keep the headroom). */
   active: (className: string) => boolean = () => true

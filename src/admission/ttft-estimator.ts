@@ -9,7 +9,7 @@
  *   W = when the request is forecast to be dispatched (dispatch-forecast.ts): the pool's
  *       next engine steps played forward from what the gateway knows (each endpoint's step
  *       in progress and its step model, step-timeline.ts; the prompts pending there; the
- *       decode guard's window), with the dispatcher's own rules (the prefill budget, the
+ *       decode guard's mean), with the dispatcher's own rules (the prefill budget, the
  *       guard), the queue ahead draining into the room as it frees;
  *   P = the prompt tokens the server must compute in the step that brings the first token:
  *       those sent with it (the prompts pending at the endpoint beyond the step in progress,
