@@ -112,10 +112,20 @@ class ItlMeter {
     return this.dSum / this.dN
   }
 
+  /** The mean at `now`; undefined before a gap, or with none for two time constants. */
+  meanAt(now: number, tauMs: number): number | undefined {
+    return this.dN > 0 && now - this.at <= 2 * tauMs ? this.mean : undefined
+  }
+
+  /** The factor the weights have decayed by from the last gap to `now`. */
+  decayTo(now: number, tauMs: number): number {
+    return Math.exp((this.at - now) / tauMs)
+  }
+
   /** Adds one gap; true when it closed a window of `tauMs`. */
   record(gapMs: number, now: number, tauMs: number): boolean {
     if (now !== this.at) {
-      const decay = Math.exp((this.at - now) / tauMs)
+      const decay = this.decayTo(now, tauMs)
       this.dSum *= decay
       this.dN *= decay
       this.at = now
@@ -251,7 +261,7 @@ export class DecodeGuard {
       this.meters.set(endpoint, m)
     }
     // unmeasured or stale, the guard was open: no gap opens it
-    const before = m.dN > 0 && now - m.at <= 2 * this.tauMs ? m.mean : Number.NEGATIVE_INFINITY
+    const before = m.meanAt(now, this.tauMs) ?? Number.NEGATIVE_INFINITY
     const closed = m.record(gapMs, now, this.tauMs)
     if (closed || (m.mean < before && this.crossed(m.mean, before))) this.onChange?.()
     return closed ? m.closeWindow() : undefined
@@ -268,9 +278,7 @@ export class DecodeGuard {
 
   /** The endpoint's current ITL (its decaying mean), ms; undefined when it had no gap in two time constants. */
   itl(endpoint: string): number | undefined {
-    const m = this.meters.get(endpoint)
-    if (m === undefined || this.clock.now() - m.at > 2 * this.tauMs) return undefined
-    return m.mean
+    return this.meters.get(endpoint)?.meanAt(this.clock.now(), this.tauMs)
   }
 
   /**
@@ -280,19 +288,20 @@ export class DecodeGuard {
    * (and with no gap at all, the endpoint is not held two time constants after it).
    */
   reopenInMs(endpoint: string, className: string): number {
-    const itl = this.itl(endpoint)
+    const m = this.meters.get(endpoint)
+    const now = this.clock.now()
+    const itl = m?.meanAt(now, this.tauMs)
     const limit = this.limitMs(className)
-    if (itl === undefined || itl <= limit) return 0
-    const m = this.meters.get(endpoint) as ItlMeter
+    if (m === undefined || itl === undefined || itl <= limit) return 0
     const afterLastGap = this.tauMs * Math.min(2, Math.log(itl / limit))
-    return Math.max(0, m.at + afterLastGap - this.clock.now())
+    return Math.max(0, m.at + afterLastGap - now)
   }
 
   /** The guard of `endpoint` for `className` as a forecast needs it (undefined: never measured there). */
   window(className: string, endpoint: string): GuardWindow | undefined {
     const m = this.meters.get(endpoint)
     if (m === undefined) return undefined
-    const decay = Math.exp((m.at - this.clock.now()) / this.tauMs)
+    const decay = m.decayTo(this.clock.now(), this.tauMs)
     return {
       tauMs: this.tauMs,
       sumMs: m.dSum * decay,
