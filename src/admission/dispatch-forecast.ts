@@ -13,7 +13,7 @@
  *   before it began are prefilled then; the next step takes the prompts sent since, and
  *   lasts what the model says of them and the streams decoding there;
  * - each step end adds one gap of that step's length per decoding stream to the guard's
- *   decaying mean (the weights before it decay by the step's length), and the guard is
+ *   decaying mean (the weights before it decaying by the time since), and the guard is
  *   open after it while that mean is within the class's limit (decode-guard.ts);
  * - at a step end where the guard is open and the budget has room, the queue ahead drains
  *   into the room, whole requests (of the mean size queued) at a time, as the dispatcher

@@ -194,7 +194,7 @@ export class EndpointGates {
     if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }
-    if (!this.guard.allows(className, v.name)) ms = Math.max(ms, this.guard.reopenInMs(v.name, className))
+    ms = Math.max(ms, this.guard.reopenInMs(v.name, className)) // 0 while it allows
     if (this.breaksPromise(v.name, tokens, this.priorityOf(className)))
       ms = Math.max(ms, this.phase(v.name).residualMs)
     if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {
