@@ -13,9 +13,11 @@ import { sameFamily, sniffEngine } from './adapters/sniff.js'
 import { Breaker } from './breaker.js'
 import { EndpointPrefixCache } from './endpoint-prefix-cache.js'
 import { EngineFacts, type EstimatorPriorFacts } from './engine-facts.js'
+import { InFlightBlocks } from './inflight-blocks.js'
 import { Ledger, type LedgerEntryHandle } from './ledger.js'
 import { capacityOf, correctLoad } from './load-correction.js'
 import { FROZEN_GRACE_MIN_MS, LoadState } from './load-state.js'
+import { cachedTokens, type PromptBlocks } from './prefix-index.js'
 import { type ScrapeOutcome, Scraper } from './scraper.js'
 import type {
   BackendLoad,
@@ -25,6 +27,7 @@ import type {
   EndpointView,
   Lease,
   MetricAdapter,
+  PickRequest,
 } from './types.js'
 
 export interface BackendsLogger {
@@ -59,6 +62,8 @@ class EndpointLease implements Lease {
     readonly endpoint: PoolEndpoint,
     readonly entry: LedgerEntryHandle,
     readonly probe: boolean,
+    /** Its prompt's blocks, held in the endpoint's KV cache while it runs (inflight-blocks.ts). */
+    readonly blocks: PromptBlocks | undefined,
   ) {}
   release(result: EndpointResult): void {
     if (this.released) return
@@ -84,6 +89,8 @@ export class PoolEndpoint implements Endpoint {
   /** Its engine's facts, learned at run time (engine-facts.ts). */
   readonly facts: EngineFacts
   private readonly ledger = new Ledger()
+  /** The prompt blocks the requests in flight here hold (their KV counted once). */
+  private readonly inFlight = new InFlightBlocks()
   private readonly scrapeClient: Client
   private readonly scraper: Scraper
   private readonly state: LoadState
@@ -228,10 +235,22 @@ export class PoolEndpoint implements Endpoint {
     return Math.max(breaker, fresh)
   }
 
-  /** Takes a lease (the caller has checked `usable()`). */
-  acquire(tokens: number): Lease {
+  /**
+   * Takes a lease (the caller has checked `usable()`) for a request reserving `tokens` of KV
+   * cache, less the leading blocks of its prompt that requests in flight here hold already,
+   * where the engine caches prefixes (inflight-blocks.ts).
+   */
+  acquire(tokens: number, request?: PickRequest): Lease {
     const probe = this.breaker.onSend()
-    return new EndpointLease(this, this.ledger.open(tokens, this.deps.clock.now()), probe)
+    let reserve = tokens
+    let blocks = request?.blocks
+    if (blocks !== undefined && this.prefixCache.enabled) {
+      const shared = this.inFlight.shared(blocks)
+      if (shared > 0)
+        reserve -= cachedTokens(blocks, shared, request?.promptTokens ?? tokens, this.prefixCache.blockSize)
+      this.inFlight.hold(blocks)
+    } else blocks = undefined
+    return new EndpointLease(this, this.ledger.open(reserve, this.deps.clock.now()), probe, blocks)
   }
 
   /** @internal Called by EndpointLease.prefilled: the request's first token came. */
@@ -242,6 +261,7 @@ export class PoolEndpoint implements Endpoint {
   /** @internal Called once per lease by EndpointLease.release. */
   finish(lease: EndpointLease, result: EndpointResult): void {
     if (!this.ledger.close(lease.entry)) return
+    if (lease.blocks !== undefined) this.inFlight.release(lease.blocks)
     // A server that did not answer in time is wedged for whoever it holds: while the pool
     // has another endpoint to send to, one such timeout is enough to eject it.
     const ejectNow =

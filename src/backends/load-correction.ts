@@ -20,7 +20,9 @@
  *   U' = clamp01(max(U + (newTokens - doneTokens) / C, inflightTokens / C))
  *                                                     when U and C are known (the engine
  *                                                     counts computed tokens; in-flight
- *                                                     requests will grow to what they reserve),
+ *                                                     requests will grow to what they reserve,
+ *                                                     a prompt block they share counted once:
+ *                                                     inflight-blocks.ts),
  *   U' = U                                            when only U is known,
  *   U' = clamp01(inflightTokens / C)                  when the engine gives no usage
  *                                                     (TGI, llama.cpp): the ledger stands in,

@@ -13,7 +13,7 @@ import type { EndpointScorer, EndpointView, Lease, PickRequest, PoolLoad } from 
 export interface Pickable {
   usable(): boolean
   view(): EndpointView
-  acquire(tokens: number): Lease
+  acquire(tokens: number, request?: PickRequest): Lease
 }
 
 /** The views of the usable endpoints. */
@@ -79,7 +79,7 @@ export class Picker {
     if (candidates.length === 0) return undefined
     const chosen = this.pick(views, tokens, request)
     if (chosen < 0) return undefined
-    const lease = candidates[chosen]!.acquire(tokens)
+    const lease = candidates[chosen]!.acquire(tokens, request)
     this.picked(views, chosen, excluded, tokens, request)
     return lease
   }
