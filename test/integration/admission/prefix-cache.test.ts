@@ -12,6 +12,7 @@
  */
 import { Agent, request } from 'undici'
 import { afterAll, describe, expect, it } from 'vitest'
+import { seededText } from '../../helpers/seeded-text.js'
 import { type SimGateway, startSimGateway } from '../../helpers/sim-gateway.js'
 
 const SCALE = 3
@@ -23,15 +24,7 @@ const ROUNDS = 2
 type Message = { role: string; content: string }
 
 /** Deterministic text without repeats, so only what the workload repeats is shared. */
-function text(n: number, seed: number): string {
-  let s = ''
-  let x = seed
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) % 2 ** 31
-    s += `${x.toString(36)} `
-  }
-  return s.slice(0, n)
-}
+const text = (n: number, seed: number) => seededText(n, seed)
 
 interface Outcome {
   status: number

@@ -7,6 +7,7 @@
 import { Agent, request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BYTES_PER_BLOCK } from '../../../src/backends/endpoint-prefix-cache.js'
+import { seededText } from '../../helpers/seeded-text.js'
 import { type SimGateway, startSimGateway } from '../../helpers/sim-gateway.js'
 
 const SCALE = 3
@@ -14,15 +15,7 @@ const MODEL = 'meta-llama/Llama-3.1-8B-Instruct'
 
 type Message = { role: string; content: string }
 
-function text(n: number, seed: number): string {
-  let s = ''
-  let x = seed
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) % 2 ** 31
-    s += `${x.toString(36)} `
-  }
-  return s.slice(0, n)
-}
+const text = (n: number, seed: number) => seededText(n, seed)
 
 let gw: SimGateway
 let agent: Agent

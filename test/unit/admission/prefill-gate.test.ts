@@ -9,19 +9,12 @@ import { AdmittedLease, Waiting } from '../../../src/admission/waiting.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
+import { seededText } from '../../helpers/seeded-text.js'
 import { chatTicket, FakePool, fakeBackends } from './fake-pool.js'
 
 type Message = { role: string; content: string }
 
-function text(n: number, seed: number): string {
-  let s = ''
-  let x = seed
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) % 2 ** 31
-    s += x.toString(36)
-  }
-  return s.slice(0, n)
-}
+const text = (n: number, seed: number) => seededText(n, seed, '')
 
 /** A 16k-character system prompt and a question: about 4,500 tokens. */
 const chat = (seed: number): Message[] => [

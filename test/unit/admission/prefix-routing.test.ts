@@ -14,19 +14,12 @@ import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { GatewayError } from '../../../src/errors.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
+import { seededText } from '../../helpers/seeded-text.js'
 import { chatTicket } from './fake-pool.js'
 
 type Message = { role: string; content: string }
 
-function text(n: number, seed: number): string {
-  let s = ''
-  let x = seed
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) % 2 ** 31
-    s += `${x.toString(36)} `
-  }
-  return s.slice(0, n)
-}
+const text = (n: number, seed: number) => seededText(n, seed)
 
 const closers: (() => Promise<void>)[] = []
 afterEach(async () => {

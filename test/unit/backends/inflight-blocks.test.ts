@@ -12,16 +12,9 @@ import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { blockGeometry, promptBlocks } from '../../../src/openai/prompt-blocks.js'
 import { promptSize } from '../../../src/openai/request-fields.js'
+import { seededText } from '../../helpers/seeded-text.js'
 
-function text(n: number, seed: number): string {
-  let s = ''
-  let x = seed
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) % 2 ** 31
-    s += `${x.toString(36)} `
-  }
-  return s.slice(0, n)
-}
+const text = (n: number, seed: number) => seededText(n, seed)
 
 // 16-token blocks of 4 characters a token
 const GEOMETRY = blockGeometry(16, 4)

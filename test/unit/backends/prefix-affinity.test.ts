@@ -15,18 +15,11 @@ import { routingSchema } from '../../../src/config/routing.js'
 import { blockGeometry, promptBlocks } from '../../../src/openai/prompt-blocks.js'
 import { promptSize } from '../../../src/openai/request-fields.js'
 import { TokenEstimator } from '../../../src/openai/token-estimator.js'
+import { seededText } from '../../helpers/seeded-text.js'
 
 type Message = { role: string; content: string }
 
-function text(n: number, seed: number): string {
-  let s = ''
-  let x = seed
-  while (s.length < n) {
-    x = (x * 1103515245 + 12345) % 2 ** 31
-    s += `${x.toString(36)} `
-  }
-  return s.slice(0, n)
-}
+const text = (n: number, seed: number) => seededText(n, seed)
 
 const GEOMETRY = blockGeometry(16, 4)
 const tokens = new TokenEstimator()
