@@ -26,6 +26,7 @@ export class InFlightBlocks {
 
   /** How many leading blocks of `blocks` (a multiple of STRIDE) requests in flight here hold. */
   shared(blocks: PromptBlocks): number {
+    if (this.refs.size === 0) return 0
     let n = 0
     for (let i = STRIDE - 1; i < blocks.count; i += STRIDE) {
       if (!this.refs.has(blocks.hashes[i] as number)) break
@@ -52,7 +53,7 @@ export class InFlightBlocks {
     }
   }
 
-  /** Distinct kept hashes (for tests and /admin/state). */
+  /** Distinct kept hashes (tests read it: none is left once every request is released). */
   get size(): number {
     return this.refs.size
   }
