@@ -87,6 +87,26 @@ export interface GuardWindow {
   readonly open: boolean
 }
 
+/** The decayed sums of a run of gaps (ms) and of their weights: the mean is their ratio. */
+export interface DecayedGaps {
+  sumMs: number
+  gaps: number
+}
+
+/**
+ * Adds `count` gaps of `gapMs` each to `d`, the weights there first decayed over `sinceMs` at
+ * time constant `tauMs`: the guard's mean as the meter keeps it and as the forecast plays it.
+ */
+export function addGaps(d: DecayedGaps, sinceMs: number, tauMs: number, gapMs: number, count: number): void {
+  if (sinceMs > 0) {
+    const decay = Math.exp(-sinceMs / tauMs)
+    d.sumMs *= decay
+    d.gaps *= decay
+  }
+  d.sumMs += gapMs * count
+  d.gaps += count
+}
+
 /**
  * One endpoint's inter-chunk gaps: their mean, each gap's weight decaying with time
  * constant `tauMs` (the guard's measure), and fixed windows of that length (engine facts
@@ -94,8 +114,7 @@ export interface GuardWindow {
  */
 class ItlMeter {
   /** The decayed sums of the gaps and of their weights, as of `at` (the last gap). */
-  dSum = 0
-  dN = 0
+  readonly decayed: DecayedGaps = { sumMs: 0, gaps: 0 }
   at: number
   /** The window now open. */
   sum = 0
@@ -109,12 +128,12 @@ class ItlMeter {
 
   /** The decaying mean, ms (a mean of weights that decay alike does not change between gaps). */
   get mean(): number {
-    return this.dSum / this.dN
+    return this.decayed.sumMs / this.decayed.gaps
   }
 
   /** The mean at `now`; undefined before a gap, or with none for two time constants. */
   meanAt(now: number, tauMs: number): number | undefined {
-    return this.dN > 0 && now - this.at <= 2 * tauMs ? this.mean : undefined
+    return this.decayed.gaps > 0 && now - this.at <= 2 * tauMs ? this.mean : undefined
   }
 
   /** The factor the weights have decayed by from the last gap to `now`. */
@@ -124,14 +143,8 @@ class ItlMeter {
 
   /** Adds one gap; true when it closed a window of `tauMs`. */
   record(gapMs: number, now: number, tauMs: number): boolean {
-    if (now !== this.at) {
-      const decay = this.decayTo(now, tauMs)
-      this.dSum *= decay
-      this.dN *= decay
-      this.at = now
-    }
-    this.dSum += gapMs
-    this.dN++
+    addGaps(this.decayed, now - this.at, tauMs, gapMs, 1)
+    this.at = now
     this.sum += gapMs
     this.n++
     if (now - this.start < tauMs) return false
@@ -304,8 +317,8 @@ export class DecodeGuard {
     const decay = m.decayTo(this.clock.now(), this.tauMs)
     return {
       tauMs: this.tauMs,
-      sumMs: m.dSum * decay,
-      gaps: m.dN * decay,
+      sumMs: m.decayed.sumMs * decay,
+      gaps: m.decayed.gaps * decay,
       limitMs: this.limitMs(className),
       open: this.allows(className, endpoint),
     }

@@ -32,7 +32,7 @@
  * starting and ending (the decoding count and context grow one token a step). The fit's
  * constant takes their mean.
  */
-import type { GuardWindow } from './decode-guard.js'
+import { addGaps, type DecayedGaps, type GuardWindow } from './decode-guard.js'
 import type { Ahead } from './early-refusal.js'
 import type { RunningEnd } from './running.js'
 import type { StepModel } from './step-timeline.js'
@@ -89,8 +89,7 @@ interface Sim {
   decodes: number
   context: number
   /** The guard's decayed sums (decode-guard.ts, GuardWindow). */
-  wSum: number
-  wGaps: number
+  guard: DecayedGaps
   open: boolean
   /** Slots and KV room free, steps played, and how many of `ends` have freed theirs. */
   slots: number
@@ -125,8 +124,7 @@ export function forecastDispatch(
     next: e.nextTokens,
     decodes: e.decodes,
     context: e.contextTokens,
-    wSum: e.guard?.sumMs ?? 0,
-    wGaps: e.guard?.gaps ?? 0,
+    guard: { sumMs: e.guard?.sumMs ?? 0, gaps: e.guard?.gaps ?? 0 },
     open: e.guard?.open ?? true,
     slots: e.slots,
     kvFree: e.kvFree,
@@ -234,10 +232,8 @@ function stepEnds(s: Sim): void {
   if (s.decodes > 0) {
     s.context += s.decodes
     if (g !== undefined) {
-      const decay = Math.exp(-sinceMs / g.tauMs)
-      s.wSum = s.wSum * decay + s.decodes * gap
-      s.wGaps = s.wGaps * decay + s.decodes
-      s.open = s.wSum / s.wGaps <= g.limitMs
+      addGaps(s.guard, sinceMs, g.tauMs, gap, s.decodes)
+      s.open = s.guard.sumMs / s.guard.gaps <= g.limitMs
     }
   } else s.open = true
   s.cur = s.next
