@@ -17,7 +17,7 @@ import { InFlightBlocks } from './inflight-blocks.js'
 import { Ledger, type LedgerEntryHandle } from './ledger.js'
 import { capacityOf, correctLoad } from './load-correction.js'
 import { FROZEN_GRACE_MIN_MS, LoadState } from './load-state.js'
-import { cachedTokens, type PromptBlocks } from './prefix-index.js'
+import type { PromptBlocks } from './prefix-index.js'
 import { type ScrapeOutcome, Scraper } from './scraper.js'
 import type {
   BackendLoad,
@@ -242,15 +242,11 @@ export class PoolEndpoint implements Endpoint {
    */
   acquire(tokens: number, request?: PickRequest): Lease {
     const probe = this.breaker.onSend()
-    let reserve = tokens
-    let blocks = request?.blocks
-    if (blocks !== undefined && this.prefixCache.enabled) {
-      const shared = this.inFlight.shared(blocks)
-      if (shared > 0)
-        reserve -= cachedTokens(blocks, shared, request?.promptTokens ?? tokens, this.prefixCache.blockSize)
-      this.inFlight.hold(blocks)
-    } else blocks = undefined
-    return new EndpointLease(this, this.ledger.open(reserve, this.deps.clock.now()), probe, blocks)
+    const pc = this.prefixCache
+    const blocks = pc.enabled ? request?.blocks : undefined
+    const held =
+      blocks === undefined ? 0 : this.inFlight.hold(blocks, request?.promptTokens ?? tokens, pc.blockSize)
+    return new EndpointLease(this, this.ledger.open(tokens - held, this.deps.clock.now()), probe, blocks)
   }
 
   /** @internal Called by EndpointLease.prefilled: the request's first token came. */

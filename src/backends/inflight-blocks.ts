@@ -16,7 +16,7 @@
  * block ends first, the one sharing it keeps its smaller reservation: the scraped usage,
  * which counts the block while anyone holds it, covers that until the next scrape.
  */
-import type { PromptBlocks } from './prefix-index.js'
+import { cachedTokens, type PromptBlocks } from './prefix-index.js'
 
 /** Blocks between two kept hashes. */
 export const STRIDE = 8
@@ -35,12 +35,17 @@ export class InFlightBlocks {
     return n
   }
 
-  /** A request with `blocks` was sent here. */
-  hold(blocks: PromptBlocks): void {
+  /**
+   * A request with `blocks` (of `promptTokens`) was sent here: holds them, and returns the
+   * tokens of its prompt that requests in flight here held already (its reservation's cut).
+   */
+  hold(blocks: PromptBlocks, promptTokens: number, blockSize: number): number {
+    const shared = this.shared(blocks)
     for (let i = STRIDE - 1; i < blocks.count; i += STRIDE) {
       const h = blocks.hashes[i] as number
       this.refs.set(h, (this.refs.get(h) ?? 0) + 1)
     }
+    return shared === 0 ? 0 : cachedTokens(blocks, shared, promptTokens, blockSize)
   }
 
   /** The request with `blocks` ended (once per hold). */

@@ -39,7 +39,7 @@ describe('InFlightBlocks', () => {
     const b = chat(1, 200) // same system prompt (~1,000 tokens: ~62 blocks), another question
     const c = chat(2, 100) // another system prompt
     expect(held.shared(b.blocks)).toBe(0)
-    held.hold(a.blocks)
+    held.hold(a.blocks, a.promptTokens, 16)
     const shared = held.shared(b.blocks)
     const systemBlocks = Math.floor(4_000 / 4 / 16)
     expect(shared % STRIDE).toBe(0)
@@ -47,7 +47,7 @@ describe('InFlightBlocks', () => {
     expect(shared).toBeGreaterThan(systemBlocks - 2 * STRIDE)
     expect(held.shared(c.blocks)).toBe(0)
     expect(held.shared(a.blocks)).toBe(a.blocks.count - (a.blocks.count % STRIDE)) // a retry: all of it
-    held.hold(b.blocks)
+    held.hold(b.blocks, b.promptTokens, 16)
     held.release(a.blocks)
     expect(held.shared(chat(1, 300).blocks)).toBe(shared) // b still holds the system prompt
     held.release(b.blocks)
