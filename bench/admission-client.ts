@@ -73,7 +73,7 @@ export interface SendContext {
   readonly signal: AbortSignal
 }
 
-function header(h: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+function header(h: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const v = h[name]
   return Array.isArray(v) ? v[0] : v
 }
@@ -98,7 +98,13 @@ export function requestBody(a: Arrival, model: string, tag: string): string {
 const USAGE = /"completion_tokens":(\d+)/
 const PREDICTED = /predicted (\d+) ms/
 
-export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Promise<Outcome> {
+/**
+ * Sends one request and reads its response through undici's dispatch handler: callbacks on the
+ * socket's reads, no body stream, no async iterator, no promise per chunk. The load generator
+ * shares the machine's 2 cores with what it measures; every chunk it spends less on is a chunk
+ * sooner that a response (a refusal's headers among them) is read and timed.
+ */
+export function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Promise<Outcome> {
   const body = requestBody(a, ctx.model, ctx.tag)
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (a.cls === 'batch') headers['x-priority'] = 'batch'
@@ -108,17 +114,58 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
   const sentMs = performance.now() - ctx.t0
   const o: Outcome = { arrival: a, dueMs, sentMs, status: 0, tokenMs: [], cut: false, done: false }
   onTheWire.set(id, { o, t0: ctx.t0 })
-  try {
-    const res = await ctx.client.request({
-      method: 'POST',
-      path: '/v1/chat/completions',
-      headers,
-      body,
-      signal: ctx.signal,
+  return new Promise<Outcome>((resolve) => {
+    const handler = new ResponseReader(o, ctx, () => {
+      onTheWire.delete(id)
+      resolve(o)
     })
-    o.status = res.statusCode
-    o.headersMs = performance.now() - ctx.t0
-    const h = res.headers
+    ctx.client.dispatch({ method: 'POST', path: '/v1/chat/completions', headers, body }, handler)
+  })
+}
+
+/** One response as sendOne reads it: headers, then SSE events (a 200) or the refusal's text. */
+class ResponseReader implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined
+  private readonly sse = new SseSplitter()
+  private refusal = ''
+  private now = 0
+  private ended = false
+
+  constructor(
+    private readonly o: Outcome,
+    private readonly ctx: SendContext,
+    private readonly end: () => void,
+  ) {
+    // already cut off, or cut off while queued in the pool: onRequestStart aborts it
+    ctx.signal.addEventListener('abort', this.onAbort, { once: true })
+  }
+
+  private readonly onAbort = (): void => {
+    this.controller?.abort(new Error('cut off'))
+  }
+
+  private readonly onEvent = (event: string): void => {
+    if (!event.startsWith('data:')) return
+    if (event.includes('"choices":[{')) this.o.tokenMs.push(this.now)
+    else if (event.includes('"usage"')) {
+      const m = USAGE.exec(event)
+      if (m?.[1] !== undefined) this.o.usageTokens = Number(m[1])
+    }
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    if (this.ctx.signal.aborted) controller.abort(new Error('cut off'))
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    h: Record<string, string | string[] | undefined>,
+  ): void {
+    const o = this.o
+    o.status = statusCode
+    o.headersMs = performance.now() - this.ctx.t0
     const pred = num(header(h, 'x-gateway-predicted-ttft-ms'))
     if (pred !== undefined) o.predictedTtftMs = pred
     const q = num(header(h, 'x-gateway-queue-ms'))
@@ -129,36 +176,44 @@ export async function sendOne(ctx: SendContext, a: Arrival, dueMs: number): Prom
     if (reason !== undefined) o.rejectReason = reason
     const ra = num(header(h, 'retry-after'))
     if (ra !== undefined) o.retryAfterS = ra
-    if (res.statusCode !== 200) {
+    if (statusCode !== 200) {
       const timing = SERVER_TIMING.exec(header(h, 'server-timing') ?? '')?.[1]
       if (timing !== undefined) o.gatewayMs = Number(timing)
-      const m = PREDICTED.exec(await res.body.text())
-      if (m?.[1] !== undefined) o.refusedPredictedMs = Number(m[1])
-      o.done = true
-      return o
     }
-    res.body.setEncoding('utf8')
-    const sse = new SseSplitter()
-    let now = 0
-    const onEvent = (event: string) => {
-      if (!event.startsWith('data:')) return
-      if (event.includes('"choices":[{')) o.tokenMs.push(now)
-      else if (event.includes('"usage"')) {
-        const m = USAGE.exec(event)
-        if (m?.[1] !== undefined) o.usageTokens = Number(m[1])
-      }
-    }
-    for await (const piece of res.body as AsyncIterable<string>) {
-      now = performance.now() - ctx.t0
-      sse.push(piece, onEvent)
-    }
-    o.done = true
-  } catch (err) {
-    if (ctx.signal.aborted) o.cut = true
-    else o.error = (err as Error).name
   }
-  onTheWire.delete(id)
-  return o
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.o.status !== 200) {
+      this.refusal += chunk.toString('utf8')
+      return
+    }
+    this.now = performance.now() - this.ctx.t0
+    // latin1: one byte per character, no decoding; the markers looked for are ASCII and an
+    // event's blank line cannot fall inside a UTF-8 sequence
+    this.sse.push(chunk.toString('latin1'), this.onEvent)
+  }
+
+  onResponseEnd(): void {
+    if (this.o.status !== 200) {
+      const m = PREDICTED.exec(this.refusal)
+      if (m?.[1] !== undefined) this.o.refusedPredictedMs = Number(m[1])
+    }
+    this.o.done = true
+    this.finish()
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.ctx.signal.aborted) this.o.cut = true
+    else this.o.error = err.name
+    this.finish()
+  }
+
+  private finish(): void {
+    if (this.ended) return
+    this.ended = true
+    this.ctx.signal.removeEventListener('abort', this.onAbort)
+    this.end()
+  }
 }
 
 /** One request, flat, wall ms (for --raw). */

@@ -107,6 +107,8 @@ export interface SegmentMetrics {
   readonly gatewayLoopP99Ms?: number
   readonly lagP99Ms: number
   readonly sendLagP99Ms: number
+  /** The load generator's own event-loop delay p99 in the window, wall ms. */
+  readonly clientLoopP99Ms: number
   /** Counters and gateway state at the window's start and end. */
   readonly snapshots: { readonly start: Snapshot; readonly end: Snapshot }
 }
@@ -327,6 +329,7 @@ export function segmentMetrics(
     ...(seg.end.gatewayLoopP99Ms !== undefined ? { gatewayLoopP99Ms: seg.end.gatewayLoopP99Ms } : {}),
     lagP99Ms: seg.lagP99Ms,
     sendLagP99Ms: seg.sendLagP99Ms,
+    clientLoopP99Ms: seg.clientLoopP99Ms,
     snapshots: { start: seg.start, end: seg.end },
   }
 }

@@ -39,11 +39,13 @@ export interface Quality {
    * Where a refusal on arrival's wait went, wall ms (NaN without the figures): the gateway's own
    * share (its `server-timing`), p99; the wait from the request's write to an already open
    * connection to the response headers, p99 (the client's dispatch and connect left out); and
-   * how many of them waited for a new connection first.
+   * how many of them waited for a new connection first, and their whole wait p99 (a new
+   * connection is accepted in one turn of the gateway's loop and read in the next).
    */
   readonly refusalGatewayP99WallMs: number
   readonly refusalOpenP99WallMs: number
   readonly refusalsOnNewConnection: number
+  readonly refusalNewConnectionP99WallMs: number
   /** Refused from the gateway's queue before their deadline (early refusal): count and wait p99, model ms. */
   readonly queueRefusals: number
   readonly queueRefusalP99Ms: number
@@ -110,6 +112,7 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
   const early = refusals.filter((o) => o.rejectReason !== 'queue_timeout')
   const queueTimeouts = refusals.length - early.length
   const atArrival = early.filter((o) => o.queueMs === undefined)
+  const onNew = atArrival.filter((o) => o.newConnection === true)
   const fromQueue = early.filter((o) => o.queueMs !== undefined)
   const admitted = judged.filter(
     (o) => !refused(o) && o.error === undefined && (o.status === 200 || o.status === 0),
@@ -139,7 +142,8 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
           : [],
       ),
     ),
-    refusalsOnNewConnection: atArrival.filter((o) => o.newConnection === true).length,
+    refusalsOnNewConnection: onNew.length,
+    refusalNewConnectionP99WallMs: p99(onNew.map((o) => latency(o) * scale)),
     queueRefusals: fromQueue.length,
     queueRefusalP99Ms: p99(fromQueue.map(latency)),
     queueRefusalShare: queued > 0 ? fromQueue.length / queued : Number.NaN,

@@ -185,6 +185,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
         r.preemptions,
         r.gatewayCpu === undefined ? '' : pct(r.gatewayCpu),
         r.gatewayLoopP99Ms === undefined ? '' : fmt(r.gatewayLoopP99Ms, 1),
+        fmt(r.clientLoopP99Ms, 1),
       ])
     }
   }
@@ -206,6 +207,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
       'sim preemptions (KV)',
       'gateway CPU (of one core)',
       'gateway event-loop delay p99 ms (wall)',
+      'load generator event-loop delay p99 ms (wall)',
     ],
     rows,
   )

@@ -11,6 +11,7 @@
  */
 
 import { setMaxListeners } from 'node:events'
+import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Pool, request } from 'undici'
 import { parsePromText } from '../src/backends/prom-text.js'
@@ -94,6 +95,8 @@ export interface SegmentResult {
   readonly lagP99Ms: number
   /** How late this segment's requests were sent against their schedule (wall ms), p99. */
   readonly sendLagP99Ms: number
+  /** The load generator's own event-loop delay over the window, p99 (wall ms). */
+  readonly clientLoopP99Ms: number
 }
 
 export interface RunResult {
@@ -142,6 +145,11 @@ async function gatewayCounters(adminUrl: string): Promise<GatewayCounters> {
     ...(cpu !== undefined ? { gatewayCpuS: cpu } : {}),
     ...(lagS !== undefined ? { gatewayLoopP99Ms: Math.max(0, lagS * 1000 - LOOP_SAMPLE_MS) } : {}),
   }
+}
+
+/** An event-loop delay histogram's p99 beyond its timer's interval (as the gateway's, above), wall ms. */
+function loopP99Ms(h: IntervalHistogram): number {
+  return h.count === 0 ? Number.NaN : Math.max(0, h.percentile(99) / 1e6 - LOOP_SAMPLE_MS)
 }
 
 async function snapshot(p: Probes, t0: number): Promise<Snapshot> {
@@ -243,6 +251,9 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
   const t0 = performance.now()
   const ctx = { model: o.model, t0, signal: ac.signal }
   let sent = 0
+  // the load generator's own loop: a response it has not read yet is timed late by as much
+  const clientLoop = monitorEventLoopDelay({ resolution: LOOP_SAMPLE_MS })
+  clientLoop.enable()
   // timeline, and the window snapshots, read on time whatever the sending loop is doing
   let at = 0
   const placed = o.segments.map((seg) => {
@@ -264,6 +275,8 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
     lagReset.catch(() => {})
     const lagRead = sleep(window.judgeUntilMs * s - 5).then(() => simStats(o.probes.simStatsUrl))
     lagRead.catch(() => {})
+    void sleep(window.fromMs * s).then(() => clientLoop.reset())
+    const clientLoopRead = sleep(window.toMs * s).then(() => loopP99Ms(clientLoop))
     return {
       seg,
       start,
@@ -271,6 +284,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       first: snap(window.fromMs),
       last: snap(window.toMs),
       lagRead,
+      clientLoopRead,
       sendLag: [] as number[],
     }
   })
@@ -310,6 +324,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
   await Promise.all(pending)
   const wallMs = performance.now() - t0
   await Promise.all(clients.map((c) => c.destroy().catch(() => {})))
+  clientLoop.disable()
   const segments: SegmentResult[] = []
   for (const [i, p] of placed.entries()) {
     segments.push({
@@ -320,6 +335,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       end: await p.last,
       lagP99Ms: (await p.lagRead).lagP99Ms,
       sendLagP99Ms: p99(p.sendLag),
+      clientLoopP99Ms: await p.clientLoopRead,
     })
   }
   return { segments, outcomes: all, wallMs }

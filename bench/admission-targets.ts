@@ -112,17 +112,28 @@ function splitText(q: Quality): string {
     parts.push(`the gateway held them p99 ${fmt(q.refusalGatewayP99WallMs, 2)} ms (its server-timing)`)
   if (!Number.isNaN(q.refusalOpenP99WallMs))
     parts.push(`from the write on an open connection p99 ${fmt(q.refusalOpenP99WallMs, 1)} ms`)
-  if (q.refusalsOnNewConnection > 0) parts.push(`${q.refusalsOnNewConnection} opened a connection first`)
+  if (q.refusalsOnNewConnection > 0)
+    parts.push(
+      `${q.refusalsOnNewConnection} opened a connection first (p99 ${fmt(q.refusalNewConnectionP99WallMs, 1)} ms)`,
+    )
   return parts.length === 0 ? '' : `; ${parts.join(', ')}`
 }
 
-/** The gateway's own event-loop delay and CPU in the window: what a refusal at arrival waits behind. */
+/**
+ * The gateway's own event-loop delay and CPU in the window, and the load generator's: what a
+ * refusal at arrival waits behind at each end.
+ */
 function loopText(
-  r: { readonly gatewayLoopP99Ms?: number; readonly gatewayCpu?: number } | undefined,
+  r:
+    | { readonly gatewayLoopP99Ms?: number; readonly gatewayCpu?: number; readonly clientLoopP99Ms: number }
+    | undefined,
 ): string {
   if (r?.gatewayLoopP99Ms === undefined) return ''
   const cpu = r.gatewayCpu === undefined ? '' : `, its CPU ${pct(r.gatewayCpu, 0)} of a core`
-  return `; the gateway's event-loop delay p99 ${fmt(r.gatewayLoopP99Ms, 1)} ms${cpu}`
+  const client = Number.isNaN(r.clientLoopP99Ms)
+    ? ''
+    : `; the load generator's event-loop delay p99 ${fmt(r.clientLoopP99Ms, 1)} ms`
+  return `; the gateway's event-loop delay p99 ${fmt(r.gatewayLoopP99Ms, 1)} ms${cpu}${client}`
 }
 
 function estimatorRows(w: WorkloadOutcome): TargetRow[] {
