@@ -81,8 +81,10 @@ export function setupSection(report: Report, f: SetupFacts): void {
       'generator parses every streamed token of hundreds of concurrent streams; in the same event loop as the',
       'simulator it would delay engine steps and token timestamps, and in the same loop as the gateway it',
       'would delay admission decisions: separate processes keep each one on its own event loop. The',
+      "The load generator reads each response through undici's dispatch handler (callbacks on the",
+      "socket's reads, no body stream), the cheapest client undici offers. The",
       "simulator's step lag (how late each step ended against its schedule) and the load generator's send",
-      'lag are reported per run as the check that the CPU did not distort the results; both are wall ms, to',
+      'lag and event-loop delay are reported per run as the check that the CPU did not distort the results; all wall ms, to',
       `compare with steps of ~${fmt(6.5 * scale, 0)}–${fmt(40 * scale, 0)} ms wall.`,
       '',
       `**Runs.** Each level (segment): ${w.settle_s} s settling (not judged), ${w.measure_s} s measured window${w.min_requests === undefined ? '' : ` (longer where ${w.min_requests} interactive requests take longer to arrive)`} (requests`,
@@ -104,7 +106,9 @@ export function setupSection(report: Report, f: SetupFacts): void {
       '/ measured TTFT per admitted streamed request (both wall ms, so the ratio needs no scaling).',
       'A refusal on arrival is timed from the send to its response headers (wall ms); its row also says how',
       "long the gateway held it (its `server-timing`), the wait from the request's write on an already open",
-      "connection (the load generator's dispatch and connect left out), and how many opened a connection first.",
+      "connection (the load generator's dispatch and connect left out), how many opened a connection first",
+      'and their p99 (the gateway accepts a connection in one turn of its event loop and reads it in the next),',
+      "and both processes' event-loop delay p99 in the window: what a response waits behind at each end.",
     ].join('\n'),
   )
   report.heading('Workload')
