@@ -4,7 +4,7 @@
  * simulator as the model servers). cli.ts starts it, listeners.ts serves it.
  */
 import type { Logger } from 'pino'
-import { collectDefaultMetrics, Registry } from 'prom-client'
+import { Registry } from 'prom-client'
 import { createAdmission } from './admission/index.js'
 import { type BackendsHandle, createBackends } from './backends/index.js'
 import { type Clock, systemClock } from './clock.js'
@@ -14,6 +14,7 @@ import { TokenEstimator } from './openai/token-estimator.js'
 import type { Reloadable } from './reload.js'
 import { type SimHandle, startSim } from './sim/index.js'
 import { createTelemetry } from './telemetry/index.js'
+import { collectProcessMetrics } from './telemetry/process-metrics.js'
 import { TenantDirectory } from './tenants/directory.js'
 import { FailoverLimiter } from './tenants/failover.js'
 import { tenantLimiter } from './tenants/limiter-registry.js'
@@ -138,7 +139,7 @@ export async function createRuntime(
   let config = base
   if (base.simulator.enabled) [config, sim] = await withSimulator(base, logger)
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry })
+  collectProcessMetrics(registry)
   const backends = createBackends(config, { clock, registry, logger })
   const telemetry = config.telemetry.enabled
     ? createTelemetry(config, { registry, clock, logger, backends })
