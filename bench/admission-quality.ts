@@ -100,8 +100,9 @@ export function longestVsShortest(buckets: readonly BucketRefusals[]): { ratio: 
       : first.rate === 0
         ? Number.POSITIVE_INFINITY
         : last.rate / first.rate
-  const pc = (v: number) => `${(v * 100).toFixed(1)}%`
-  return { ratio, text: `${last.bucket} ${pc(last.rate)} vs ${first.bucket} ${pc(first.rate)}` }
+  // with the counts: a bucket of a few requests moves the ratio by a lot from run to run
+  const pc = (b: BucketRefusals) => `${(b.rate * 100).toFixed(1)}% (${b.refused}/${b.offered})`
+  return { ratio, text: `${last.bucket} ${pc(last)} vs ${first.bucket} ${pc(first)}` }
 }
 
 export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quality {

@@ -151,7 +151,7 @@ describe('admission quality at the client', () => {
     ])
     const { ratio, text } = longestVsShortest(q.buckets)
     expect(ratio).toBeCloseTo(2.25, 9)
-    expect(text).toBe('4k-16k 75.0% vs 0-256 33.3%')
+    expect(text).toBe('4k-16k 75.0% (3/4) vs 0-256 33.3% (1/3)')
   })
 
   it('judges a length-aware objective by the prompt: a long prompt gets its allowance', () => {
