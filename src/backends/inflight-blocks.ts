@@ -38,12 +38,18 @@ export class InFlightBlocks {
   /**
    * A request with `blocks` (of `promptTokens`) was sent here: holds them, and returns the
    * tokens of its prompt that requests in flight here held already (its reservation's cut).
+   * One pass: each kept hash is looked up (still in the leading run held before it?) as it
+   * is counted.
    */
   hold(blocks: PromptBlocks, promptTokens: number, blockSize: number): number {
-    const shared = this.shared(blocks)
+    let shared = 0
+    let leading = true
     for (let i = STRIDE - 1; i < blocks.count; i += STRIDE) {
       const h = blocks.hashes[i] as number
-      this.refs.set(h, (this.refs.get(h) ?? 0) + 1)
+      const n = this.refs.get(h) ?? 0
+      if (leading && n > 0) shared = i + 1
+      else leading = false
+      this.refs.set(h, n + 1)
     }
     return shared === 0 ? 0 : cachedTokens(blocks, shared, promptTokens, blockSize)
   }
