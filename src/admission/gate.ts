@@ -304,8 +304,8 @@ export class EndpointGates {
   }
 
   /** A request's first token came from `endpoint` at `now`: its prompt is done, its stream decodes. */
-  firstToken(endpoint: string, now: number, promptTokens: number, computeTokens: number): void {
-    this.timeline(endpoint).firstToken(now, promptTokens, computeTokens)
+  firstToken(endpoint: string, now: number, promptTokens: number): void {
+    this.timeline(endpoint).firstToken(now, promptTokens)
   }
 
   /** A stream past its first token ended at `endpoint`, with `contextTokens` of context. */

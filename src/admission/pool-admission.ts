@@ -304,7 +304,7 @@ export class PoolAdmission {
     const now = this.clock.now()
     if (w.ticket.firstTokenAt !== undefined) {
       this.gates.tokenFrom(endpoint, w, now)
-      this.gates.firstToken(endpoint, now, w.promptTokens, w.computeTokens ?? w.promptTokens)
+      this.gates.firstToken(endpoint, now, w.promptTokens)
     }
     const began = this.gates.stepBegan(endpoint, now)
     const joined = began === undefined ? 0 : w.joinedBy(began)

@@ -212,17 +212,19 @@ export class EngineTimeline {
   }
 
   /**
-   * A stream's first token came at `now`: its prompt (`promptTokens`, of which it computed
-   * `computeTokens`) is its context, and it decodes from now on. When its token came with
-   * those that began the step in progress, that step counted it as prefilling: it decodes
-   * in that one instead.
+   * A stream's first token came at `now` (its prompt already out of the ledger): its prompt
+   * (`promptTokens`) is its context, and it decodes from now on. When its token came with
+   * those that began the step in progress, that step decodes it instead of prefilling it:
+   * the step's prompts are those the ledger still holds from before it began. (Not its
+   * count less this prompt: when this token was the one that began the step, the step never
+   * counted it, and taking it off again mislabelled a cold engine's first steps.)
    */
-  firstToken(now: number, promptTokens: number, computeTokens: number): void {
+  firstToken(now: number, promptTokens: number): void {
     this.decodes++
     this.context += promptTokens + 1
     const s = this.step
     if (s !== undefined && this.inBurst(now)) {
-      s.prefill = Math.max(0, s.prefill - computeTokens)
+      s.prefill = this.ledger.sentBy(this.endpoint, s.start - MISSED_STEP_MS)
       s.decodes = this.decodes
       s.context = this.context
       s.ms = this.model.ms(s.prefill, s.decodes, s.context)

@@ -46,7 +46,7 @@ describe('EndpointGates.tokenFrom and stepBegan', () => {
     // three streams' first tokens: they decode there from now on
     for (const s of [a, b, c]) {
       gates.tokenFrom('e', s, 1_000)
-      gates.firstToken('e', 1_000, 100, 100)
+      gates.firstToken('e', 1_000, 100)
     }
     // the next step end: its three tokens reach a busy gateway over 3 ms, more than a step's
     // arrival is usually spread; a stream already seen in the step in progress begins the next

@@ -20,7 +20,7 @@ function setup() {
   // a stream decoding there: its first token at 1,000 began the step in progress
   const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
   gates.tokenFrom(view.name, stream, 1_000)
-  gates.firstToken(view.name, 1_000, 100, 100)
+  gates.firstToken(view.name, 1_000, 100)
   return { gates, clock, view, stream }
 }
 

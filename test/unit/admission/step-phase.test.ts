@@ -63,7 +63,7 @@ describe('EndpointGates.phase', () => {
     const { gates, clock, view } = setup()
     const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     gates.tokenFrom(view.name, stream, clock.now()) // a stream decoding there (its first token ends a step)
-    gates.firstToken(view.name, clock.now(), 100, 100)
+    gates.firstToken(view.name, clock.now(), 100)
     clock.advance(2)
     gates.dispatched(view.name, 400, 100) // sent at 1002
     clock.advance(5)

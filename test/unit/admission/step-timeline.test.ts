@@ -44,7 +44,7 @@ describe('EngineTimeline', () => {
     const tl = new EngineTimeline(priors, ledger, 'e')
     const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     tl.tokenFrom(stream, 900)
-    tl.firstToken(900, 100, 100) // a stream decodes there
+    tl.firstToken(900, 100) // a stream decodes there
     ledger.add('e', 4000, 0, undefined, 950)
     tl.tokenFrom(stream, 1000) // its next token: a step began at 1,000 with the 4,000 sent before
     const len = tl.stepMs()
@@ -66,7 +66,7 @@ describe('EngineTimeline', () => {
     ]
     for (const s of streams) {
       tl.tokenFrom(s, 1000)
-      tl.firstToken(1000, 100, 100)
+      tl.firstToken(1000, 100)
     }
     // the next step's tokens over 4 ms: one step, begun at the first
     tl.tokenFrom(streams[1]!, 1020)
@@ -81,7 +81,7 @@ describe('EngineTimeline', () => {
     const streams = Array.from({ length: 20 }, () => ({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }))
     for (const s of streams) {
       tl.tokenFrom(s, 0)
-      tl.firstToken(0, 1000, 1000)
+      tl.firstToken(0, 1000)
     }
     let t = 0
     const step = () => {
@@ -109,7 +109,7 @@ describe('EngineTimeline', () => {
     tl.tokenFrom({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }, 1000) // a step began at 1,000, prefilling the 2,000
     const withPrompt = tl.stepMs()
     done() // its first token ...
-    tl.firstToken(1000, 2000, 2000) // ... came with those that began the step
+    tl.firstToken(1000, 2000) // ... came with those that began the step
     expect(tl.decoding).toBe(1)
     expect(tl.contextTokens).toBe(2001)
     expect(tl.stepMs()).toBeLessThan(withPrompt)
@@ -117,11 +117,28 @@ describe('EngineTimeline', () => {
     expect(tl.decoding).toBe(0)
   })
 
+  it('takes the prompts still pending as the prefill of a step that a first token began', () => {
+    // a cold engine: two prompts sent; the first one's first token ends the engine's first
+    // step, the next step prefills the second. The gateway uncounts a prompt before it reads
+    // its token (AdmittedLease.prefilled), so the step it begins never counted it.
+    const ledger = new PrefillLedger()
+    const tl = new EngineTimeline(priors, ledger, 'e')
+    const a = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
+    const doneA = ledger.add('e', 777, 0, undefined, 48)
+    ledger.add('e', 1053, 0, undefined, 99)
+    doneA()
+    tl.tokenFrom(a, 124)
+    tl.firstToken(124, 777)
+    // the step in progress prefills the 1,053 and decodes the first stream
+    expect(tl.stepMs()).toBeCloseTo(tl.model.ms(1053, 1, 778), 6)
+    expect(tl.phase(130).inStepTokens).toBe(1053)
+  })
+
   it('learns from the steps it sees end, not from a gap in which the engine idled', () => {
     const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
     const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
     tl.tokenFrom(stream, 0)
-    tl.firstToken(0, 1000, 1000)
+    tl.firstToken(0, 1000)
     let t = 0
     for (let i = 0; i < 200; i++) {
       t += 20
