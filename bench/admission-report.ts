@@ -207,7 +207,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
       'sim preemptions (KV)',
       'gateway CPU (of one core)',
       'gateway event-loop delay p99 ms (wall)',
-      'load generator event-loop delay p99 ms (wall)',
+      'load generator (interactive thread) event-loop delay p99 ms (wall)',
     ],
     rows,
   )

@@ -10,12 +10,16 @@
  * away, so the server frees its KV cache), and the caller waits until everything is idle.
  */
 
-import { setMaxListeners } from 'node:events'
+import { extname } from 'node:path'
 import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Pool, request } from 'undici'
+import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { request } from 'undici'
 import { parsePromText } from '../src/backends/prom-text.js'
-import { type Outcome, sendOne } from './admission-client.js'
+import type { BatchWorkerData, BatchWorkerMessage, BatchWorkerStart } from './admission-batch-worker.js'
+import type { Outcome } from './admission-client.js'
+import { playSchedule, type Scheduled } from './admission-sender.js'
 import type { Arrival } from './admission-workload.js'
 
 export interface Segment {
@@ -231,27 +235,86 @@ export interface RunOptions {
   readonly label: string
 }
 
+interface BatchWorker {
+  /** Its latest progress report. */
+  progress: { sent: number; ended: number }
+  readonly done: Promise<Extract<BatchWorkerMessage, { kind: 'done' }>>
+  /** Starts its schedule from this thread's `t0`. */
+  start(t0: number): void
+}
+
+const WORKER_BOOT = new URL('./worker-boot.mjs', import.meta.url)
+// the worker's entry, in the form this module runs from (.ts under tsx)
+const BATCH_WORKER = new URL(
+  `./admission-batch-worker${extname(fileURLToPath(import.meta.url))}`,
+  import.meta.url,
+)
+
+/** Starts the batch sender's thread on `schedule`; resolves once it is ready to start. */
+async function startBatchWorker(
+  options: BatchWorkerData['options'],
+  schedule: readonly Scheduled[],
+): Promise<BatchWorker> {
+  const data: BatchWorkerData = { entry: BATCH_WORKER.href, options, schedule }
+  const worker = new Worker(WORKER_BOOT, { workerData: data })
+  let ready = () => {}
+  const isReady = new Promise<void>((resolve) => {
+    ready = resolve
+  })
+  const w: BatchWorker = {
+    progress: { sent: 0, ended: 0 },
+    done: new Promise((resolve, reject) => {
+      worker.on('message', (m: BatchWorkerMessage) => {
+        if (m.kind === 'ready') ready()
+        else if (m.kind === 'progress') w.progress = { sent: m.sent, ended: m.ended }
+        else {
+          resolve(m)
+          void worker.terminate()
+        }
+      })
+      worker.on('error', reject)
+      worker.on('exit', (code) =>
+        reject(new Error(`the batch sender's thread exited (${code}) before its outcomes`)),
+      )
+    }),
+    start: (t0) => worker.postMessage({ t0Epoch: performance.timeOrigin + t0 } satisfies BatchWorkerStart),
+  }
+  await Promise.race([isReady, w.done])
+  return w
+}
+
+/** Every arrival of `segments` on the run's timeline (model ms from its start), in time order. */
+function place(segments: readonly Segment[], tag: string): Scheduled[] {
+  const out: Scheduled[] = []
+  let start = 0
+  for (const [i, seg] of segments.entries()) {
+    for (const rel of seg.arrivals)
+      out.push({ seg: i, tag: `${tag}-${i}`, arrival: { ...rel, atMs: rel.atMs + start } })
+    start += segmentMs(seg)
+  }
+  return out
+}
+
 function p99(values: number[]): number {
   values.sort((a, b) => a - b)
   return values[Math.floor(0.99 * (values.length - 1))] ?? 0
 }
 
 export async function runSegments(o: RunOptions): Promise<RunResult> {
-  // No headers/body timeouts: a request may wait in the gateway's queue (no headers yet) or at the
-  // server (no token yet) until the cut-off, which ends it.
-  const clients = o.url
-    .split(',')
-    .map((u) => new Pool(u, { connections: 8192, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 }))
-  const ac = new AbortController()
-  setMaxListeners(Number.POSITIVE_INFINITY, ac.signal)
   const s = o.scale
+  const schedule = place(o.segments, o.tag)
+  const endMs = o.segments.reduce((sum, seg) => sum + segmentMs(seg), 0)
+  // batch from a worker thread, interactive from this one (admission-sender.ts)
+  const batch = await startBatchWorker(
+    { url: o.url, model: o.model, scale: s, endMs },
+    schedule.filter((a) => a.arrival.cls === 'batch'),
+  )
   const perSegment: Outcome[][] = o.segments.map(() => [])
   const all: Outcome[] = []
-  const pending: Promise<void>[] = []
   const t0 = performance.now()
-  const ctx = { model: o.model, t0, signal: ac.signal }
-  let sent = 0
-  // the load generator's own loop: a response it has not read yet is timed late by as much
+  batch.start(t0)
+  // the load generator's own loop (the interactive sender's): a response it has not read yet
+  // is timed late by as much
   const clientLoop = monitorEventLoopDelay({ resolution: LOOP_SAMPLE_MS })
   clientLoop.enable()
   // timeline, and the window snapshots, read on time whatever the sending loop is doing
@@ -288,42 +351,38 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       sendLag: [] as number[],
     }
   })
-  const endMs = at
   let lastLog = 0
+  let sent = 0
   let ended = 0
-  for (const [i, p] of placed.entries()) {
-    const { seg, start } = p
-    const tag = `${o.tag}-${i}`
-    for (const rel of seg.arrivals) {
-      const a: Arrival = { ...rel, atMs: rel.atMs + start }
-      const due = a.atMs * s
-      const wait = due - (performance.now() - t0)
-      if (wait > 1) await sleep(wait)
+  await playSchedule(
+    { url: o.url, model: o.model, scale: s, endMs, t0 },
+    schedule.filter((a) => a.arrival.cls !== 'batch'),
+    ({ seg, lagMs, outcome }) => {
+      placed[seg]?.sendLag.push(lagMs)
+      sent++
+      void outcome.then((r) => {
+        perSegment[seg]?.push(r)
+        all.push(r)
+        ended++
+      })
       const now = performance.now() - t0
-      p.sendLag.push(Math.max(0, now - due))
-      const out = perSegment[i] as Outcome[]
-      pending.push(
-        sendOne({ ...ctx, client: clients[sent++ % clients.length] as Pool, tag }, a, due).then((r) => {
-          out.push(r)
-          all.push(r)
-          ended++
-        }),
-      )
       if (now - lastLog > 15_000) {
         lastLog = now
+        const b = batch.progress
         o.log(
-          `${o.label} ${seg.name}: ${(now / 1000).toFixed(0)} s of ${((endMs * s) / 1000).toFixed(0)}, ` +
-            `sent ${pending.length}, open ${pending.length - ended}`,
+          `${o.label} ${placed[seg]?.seg.name}: ${(now / 1000).toFixed(0)} s of ${((endMs * s) / 1000).toFixed(0)}, ` +
+            `sent ${sent + b.sent}, open ${sent - ended + b.sent - b.ended}`,
         )
       }
-    }
+    },
+  )
+  const fromWorker = await batch.done
+  for (const { seg, outcome } of fromWorker.outcomes) {
+    perSegment[seg]?.push(outcome)
+    all.push(outcome)
   }
-  const rest = endMs * s - (performance.now() - t0)
-  if (rest > 0) await sleep(rest)
-  ac.abort()
-  await Promise.all(pending)
+  for (const { seg, lagMs } of fromWorker.lags) placed[seg]?.sendLag.push(lagMs)
   const wallMs = performance.now() - t0
-  await Promise.all(clients.map((c) => c.destroy().catch(() => {})))
   clientLoop.disable()
   const segments: SegmentResult[] = []
   for (const [i, p] of placed.entries()) {

@@ -132,7 +132,7 @@ function loopText(
   const cpu = r.gatewayCpu === undefined ? '' : `, its CPU ${pct(r.gatewayCpu, 0)} of a core`
   const client = Number.isNaN(r.clientLoopP99Ms)
     ? ''
-    : `; the load generator's event-loop delay p99 ${fmt(r.clientLoopP99Ms, 1)} ms`
+    : `; the load generator's (its interactive thread's) event-loop delay p99 ${fmt(r.clientLoopP99Ms, 1)} ms`
   return `; the gateway's event-loop delay p99 ${fmt(r.gatewayLoopP99Ms, 1)} ms${cpu}${client}`
 }
 
