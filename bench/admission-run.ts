@@ -283,16 +283,26 @@ async function startBatchWorker(
   return w
 }
 
-/** Every arrival of `segments` on the run's timeline (model ms from its start), in time order. */
-function place(segments: readonly Segment[], tag: string): Scheduled[] {
-  const out: Scheduled[] = []
-  let start = 0
-  for (const [i, seg] of segments.entries()) {
-    for (const rel of seg.arrivals)
-      out.push({ seg: i, tag: `${tag}-${i}`, arrival: { ...rel, atMs: rel.atMs + start } })
-    start += segmentMs(seg)
+/** Each segment's start on the run's timeline (model ms from its start), and the run's end. */
+function timeline(segments: readonly Segment[]): { starts: number[]; endMs: number } {
+  const starts: number[] = []
+  let at = 0
+  for (const seg of segments) {
+    starts.push(at)
+    at += segmentMs(seg)
   }
-  return out
+  return { starts, endMs: at }
+}
+
+/** Every arrival of `segments` placed at its segment's start, in time order. */
+function place(segments: readonly Segment[], starts: readonly number[], tag: string): Scheduled[] {
+  return segments.flatMap((seg, i) =>
+    seg.arrivals.map((rel) => ({
+      seg: i,
+      tag: `${tag}-${i}`,
+      arrival: { ...rel, atMs: rel.atMs + (starts[i] as number) },
+    })),
+  )
 }
 
 function p99(values: number[]): number {
@@ -302,8 +312,8 @@ function p99(values: number[]): number {
 
 export async function runSegments(o: RunOptions): Promise<RunResult> {
   const s = o.scale
-  const schedule = place(o.segments, o.tag)
-  const endMs = o.segments.reduce((sum, seg) => sum + segmentMs(seg), 0)
+  const { starts, endMs } = timeline(o.segments)
+  const schedule = place(o.segments, starts, o.tag)
   // batch from a worker thread, interactive from this one (admission-sender.ts)
   const batch = await startBatchWorker(
     { url: o.url, model: o.model, scale: s, endMs },
@@ -318,10 +328,8 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
   const clientLoop = monitorEventLoopDelay({ resolution: LOOP_SAMPLE_MS })
   clientLoop.enable()
   // timeline, and the window snapshots, read on time whatever the sending loop is doing
-  let at = 0
-  const placed = o.segments.map((seg) => {
-    const start = at
-    at += segmentMs(seg)
+  const placed = o.segments.map((seg, i) => {
+    const start = starts[i] as number
     const window: Window = {
       fromMs: start + seg.settleMs,
       toMs: start + seg.settleMs + seg.measureMs,
