@@ -66,6 +66,17 @@ export function lengthAwareTtftMs(ttftMs: number, per1k: number, promptTokens: n
 }
 
 /**
+ * Under a length-aware TTFT objective, the objective of an empty prompt (a request's own
+ * less its allowance for `promptTokens`); undefined for an objective that is not length-aware.
+ */
+export function emptyPromptTtftMs(objectives: Objectives, promptTokens: number): number | undefined {
+  const slo = objectives.ttft_ms
+  const per1k = objectives.ttft_ms_per_1k_prompt_tokens
+  if (slo === undefined || per1k === undefined || per1k === 0) return undefined
+  return slo - (per1k * Math.max(0, promptTokens)) / 1000
+}
+
+/**
  * The objectives request `t` is held to: those admission decided; for a request admission
  * did not judge (not a generation request, or admission off), those of its class now.
  * Undefined for a class the config does not have.

@@ -14,7 +14,7 @@ import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock, TimerClock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import { objectivesFor } from '../objectives.js'
+import { emptyPromptTtftMs, type Objectives, objectivesFor } from '../objectives.js'
 import type { JsonBody } from '../openai/request-fields.js'
 import { INITIAL_CHARS_PER_TOKEN, type TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
@@ -152,12 +152,9 @@ export class Admission implements AdmissionControl {
 
     let pa = this.poolAdmission(req.pool)
     pa.shedHopeless()
-    let budget = pa.ttft.budget(className, slo)
+    let { budget, order } = this.admitBy(pa, t, className, objectives)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let blocks = this.blocksFor(pa, t, body)
-    // Queued by its TTFT deadline within its tenant's queue, so a request whose objective is
-    // tighter (a short prompt under a length-aware objective) goes ahead of those with slack.
-    let order = ttftDeadline(t, slo)
     let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
     pa.arrived(className, pp.leastComputeTokens)
@@ -210,8 +207,7 @@ export class Admission implements AdmissionControl {
         objectives = objectivesFor(t, className, cls)
         t.slo = objectives
         slo = objectives.ttft_ms
-        order = ttftDeadline(t, slo)
-        budget = pa.ttft.budget(className, slo)
+        ;({ budget, order } = this.admitBy(pa, t, className, objectives))
         pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
         lost ||= pp.usable === 0
         // the rest of the ladder is the interactive class's: the demoted request is done with it
@@ -221,7 +217,7 @@ export class Admission implements AdmissionControl {
       const before = pa
       pa = this.poolAdmission(req.pool)
       if (pa !== before) blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
-      budget = pa.ttft.budget(className, slo)
+      budget = this.admitBy(pa, t, className, objectives).budget
       kvTokens = promptTokens + req.choices * req.expectedOutput
       pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
       lost ||= pp.usable === 0
@@ -287,6 +283,35 @@ export class Admission implements AdmissionControl {
       kvTokens,
       prediction: p,
       blocks,
+    }
+  }
+
+  /**
+   * What request `t` is admitted by in `pa` (`budget`: its predicted TTFT at most, its
+   * objective x (1 - the class's margin)) and queued by (`order`: its rank in its tenant's
+   * queue, its TTFT deadline, so a tighter objective goes ahead of those with slack).
+   * Under a length-aware objective, the allowance per 1,000 prompt tokens pays for the
+   * prompt's own prefill (at the rate the gateway learned), not for a longer wait: the
+   * budget is at most an empty prompt's plus that prefill, and so is the deadline it is
+   * queued by. So every length may wait alike: a long prompt neither fills the queue to
+   * a depth the short ones cannot wait through, nor is overtaken by the short ones arriving
+   * in the slack its allowance gave it (a later deadline) until it is refused from the queue.
+   * It is still judged (and refused from the queue, early-refusal.ts) by its own objective.
+   */
+  private admitBy(
+    pa: PoolAdmission,
+    t: Ticket,
+    className: string,
+    objectives: Objectives,
+  ): { budget: number; order: number | undefined } {
+    const slo = objectives.ttft_ms
+    const budget = pa.ttft.budget(className, slo)
+    const empty = emptyPromptTtftMs(objectives, t.promptTokens)
+    if (empty === undefined || slo === undefined) return { budget, order: ttftDeadline(t, slo) }
+    const prefillMs = pa.estimator.msPerPromptToken() * t.promptTokens
+    return {
+      budget: Math.min(budget, pa.ttft.budget(className, empty) + prefillMs),
+      order: ttftDeadline(t, Math.min(slo, empty + prefillMs)),
     }
   }
 

@@ -1,8 +1,10 @@
 /**
  * Length-aware TTFT objectives (classes.<name>.slo.ttft_ms_per_1k_prompt_tokens): a
  * request's TTFT objective grows with its prompt, so admission judges a long prompt by
- * what its length allows instead of refusing it for being long; the verdict reads the same
- * objective; a class without the allowance keeps one shared objective object.
+ * what its length allows instead of refusing it for being long; the allowance pays for the
+ * prompt's own prefill, not a longer wait in the queue (every length waits alike); the
+ * verdict reads the whole objective; a class without the allowance keeps one shared
+ * objective object.
  */
 import { describe, expect, it } from 'vitest'
 import { Admission } from '../../../src/admission/admission.js'
@@ -76,25 +78,57 @@ describe('length-aware TTFT objectives', () => {
     expect(short.ticket.slo?.ttft_ms).toBe(190)
   })
 
-  it('queues by TTFT deadline: a short prompt goes ahead of long ones with slack, and only what is ahead of it is predicted', async () => {
-    const aware = setup(400) // 4,000 tokens: 1,750 ms; 200 tokens: 230 ms (admitted under half of it)
+  it("queues a long prompt by an empty prompt's deadline plus its own prefill, not by its whole allowance", () => {
+    const aware = setup(400) // 4,000 tokens: 1,750 ms; 200 tokens: 230 ms
+    const pa = aware.admission.poolAdmission(aware.request(0).pool)
+    const perToken = pa.estimator.msPerPromptToken()
+    expect(perToken).toBeGreaterThan(0)
+    const long = aware.admission.decide(aware.request(4000))
+    expect(long.kind).toBe('admit')
+    // arrived at 1,000: 150 ms for an empty prompt + its prefill at the learned rate
+    expect(long.kind === 'admit' && long.order).toBeCloseTo(1000 + 150 + 4000 * perToken, 6)
+    expect(long.kind === 'admit' && long.order).toBeLessThan(1000 + 1750)
+    const short = aware.admission.decide(aware.request(200))
+    expect(short.kind === 'admit' && short.order).toBeCloseTo(1000 + 150 + 200 * perToken, 6)
+    pa.close()
+  })
+
+  it('a long prompt may wait in the queue no longer than a short one: refused where its own objective alone would admit it', () => {
+    const aware = setup(400)
     const pool = aware.request(0).pool as FakePool
     pool.slots = 1
-    const first = aware.admission.admit(aware.request(100).ticket, { model: 'm', messages: [] }, pool)
+    const body = { model: 'm', messages: [] }
+    expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
+    // short prompts queued behind the one running: a wait a short prompt still takes
+    for (let i = 0; i < 5; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+    const long = aware.request(4000)
+    const refused = aware.admission.decide(long)
+    expect(refused.kind === 'reject' && refused.error.rejectReason).toBe('ttft_slo')
+    // predicted well within half its own 1,750 ms: the length-aware objective alone admitted it
+    expect(long.ticket.predictedTtftMs).toBeLessThan(1750 * 0.5)
+    expect(aware.admission.decide(aware.request(100)).kind).toBe('admit')
+    aware.admission.poolAdmission(pool).close()
+  })
+
+  it("a short prompt arriving within a long one's prefill goes ahead of it, and only what is ahead of it is predicted", async () => {
+    const aware = setup(400)
+    const pool = aware.request(0).pool as FakePool
+    pool.slots = 1
+    const body = { model: 'm', messages: [] }
+    const first = aware.admission.admit(aware.request(100).ticket, body, pool)
     expect(first).toHaveProperty('release') // dispatched at once: it holds the one slot
-    const longs = [aware.request(4000), aware.request(4000)]
-    for (const l of longs)
-      expect('lease' in (aware.admission.admit(l.ticket, l.body, l.pool) as object)).toBe(true)
+    const long = aware.request(4000)
+    expect('lease' in (aware.admission.admit(long.ticket, body, pool) as object)).toBe(true)
     const short = aware.request(200)
-    const queued = aware.admission.admit(short.ticket, short.body, short.pool)
-    // the 8,000 queued tokens are behind it: predicted as the head of the queue, not after them
+    const queued = aware.admission.admit(short.ticket, body, pool)
+    // the 4,000 queued tokens are behind it: predicted as the head of the queue, not after them
     expect('lease' in (queued as object)).toBe(true)
-    expect(short.ticket.predictedTtftMs).toBeLessThan(115)
+    expect(short.ticket.predictedTtftMs).toBeLessThan(long.ticket.predictedTtftMs as number)
     ;(first as Lease).release('ok')
     const lease = await (queued as Queued).lease
     expect(lease).toHaveProperty('release')
     const pa = aware.admission.poolAdmission(pool)
-    expect(pa.depths().find((d) => d.class === 'chat')?.queued).toBe(2) // both long ones still wait
+    expect(pa.depths().find((d) => d.class === 'chat')?.queued).toBe(1) // the long one still waits
     pa.close()
   })
 
