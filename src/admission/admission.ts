@@ -14,7 +14,7 @@ import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock, TimerClock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import { emptyPromptTtftMs, type Objectives, objectivesFor } from '../objectives.js'
+import { type Objectives, objectivesFor } from '../objectives.js'
 import type { JsonBody } from '../openai/request-fields.js'
 import { INITIAL_CHARS_PER_TOKEN, type TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
@@ -59,9 +59,9 @@ export type Decision =
       readonly blocks: PromptBlocks | undefined
     }
 
-/** Arrival plus the TTFT objective: the request's rank in its class's queue (none without an objective). */
-function ttftDeadline(t: Ticket, ttftMs: number | undefined): number | undefined {
-  return ttftMs === undefined ? undefined : t.arrivedAt + ttftMs
+/** What request `t` is admitted and queued by in `pa` (TtftObjectives.admitBy). */
+function admitBy(pa: PoolAdmission, t: Ticket, className: string, objectives: Objectives) {
+  return pa.ttft.admitBy(className, objectives, t.promptTokens, t.arrivedAt, pa.estimator.msPerPromptToken())
 }
 
 export class Admission implements AdmissionControl {
@@ -152,7 +152,7 @@ export class Admission implements AdmissionControl {
 
     let pa = this.poolAdmission(req.pool)
     pa.shedHopeless()
-    let { budget, order } = this.admitBy(pa, t, className, objectives)
+    let { budget, order } = admitBy(pa, t, className, objectives)
     let kvTokens = promptTokens + req.choices * req.expectedOutput
     let blocks = this.blocksFor(pa, t, body)
     let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
@@ -207,7 +207,7 @@ export class Admission implements AdmissionControl {
         objectives = objectivesFor(t, className, cls)
         t.slo = objectives
         slo = objectives.ttft_ms
-        ;({ budget, order } = this.admitBy(pa, t, className, objectives))
+        ;({ budget, order } = admitBy(pa, t, className, objectives))
         pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
         lost ||= pp.usable === 0
         // the rest of the ladder is the interactive class's: the demoted request is done with it
@@ -217,7 +217,7 @@ export class Admission implements AdmissionControl {
       const before = pa
       pa = this.poolAdmission(req.pool)
       if (pa !== before) blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
-      budget = this.admitBy(pa, t, className, objectives).budget
+      budget = admitBy(pa, t, className, objectives).budget
       kvTokens = promptTokens + req.choices * req.expectedOutput
       pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
       lost ||= pp.usable === 0
@@ -283,35 +283,6 @@ export class Admission implements AdmissionControl {
       kvTokens,
       prediction: p,
       blocks,
-    }
-  }
-
-  /**
-   * What request `t` is admitted by in `pa` (`budget`: its predicted TTFT at most, its
-   * objective x (1 - the class's margin)) and queued by (`order`: its rank in its tenant's
-   * queue, its TTFT deadline, so a tighter objective goes ahead of those with slack).
-   * Under a length-aware objective, the allowance per 1,000 prompt tokens pays for the
-   * prompt's own prefill (at the rate the gateway learned), not for a longer wait: the
-   * budget is at most an empty prompt's plus that prefill, and so is the deadline it is
-   * queued by. So every length may wait alike: a long prompt neither fills the queue to
-   * a depth the short ones cannot wait through, nor is overtaken by the short ones arriving
-   * in the slack its allowance gave it (a later deadline) until it is refused from the queue.
-   * It is still judged (and refused from the queue, early-refusal.ts) by its own objective.
-   */
-  private admitBy(
-    pa: PoolAdmission,
-    t: Ticket,
-    className: string,
-    objectives: Objectives,
-  ): { budget: number; order: number | undefined } {
-    const slo = objectives.ttft_ms
-    const budget = pa.ttft.budget(className, slo)
-    const empty = emptyPromptTtftMs(objectives, t.promptTokens)
-    if (empty === undefined || slo === undefined) return { budget, order: ttftDeadline(t, slo) }
-    const prefillMs = pa.estimator.msPerPromptToken() * t.promptTokens
-    return {
-      budget: Math.min(budget, pa.ttft.budget(className, empty) + prefillMs),
-      order: ttftDeadline(t, Math.min(slo, empty + prefillMs)),
     }
   }
 

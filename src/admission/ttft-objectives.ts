@@ -4,6 +4,7 @@
  * outcome teaches the margin. Pool admission asks it for a request's admission budget.
  */
 import type { AdmissionConfig, ClassConfig } from '../config/schema.js'
+import { emptyPromptTtftMs, type Objectives } from '../objectives.js'
 import { MissMargin } from './margin.js'
 
 export interface ClassTtft {
@@ -56,6 +57,38 @@ export class TtftObjectives {
   budget(className: string, sloMs: number | undefined): number {
     const t = this.byClass.get(className)
     return t === undefined || sloMs === undefined ? Number.POSITIVE_INFINITY : sloMs * (1 - t.margin.value)
+  }
+
+  /**
+   * What a request of `promptTokens` that arrived at `arrivedAt` is admitted by
+   * (`budget`: its predicted TTFT at most, its objective x (1 - the class's margin)) and
+   * queued by (`order`: its rank in its tenant's queue, its TTFT deadline, so a tighter
+   * objective goes ahead of those with slack). Under a length-aware objective, the
+   * allowance per 1,000 prompt tokens pays for the prompt's own prefill (at
+   * `msPerPromptToken`, the rate learned), not for a longer wait: the budget is at most an
+   * empty prompt's plus that prefill, and so is the deadline it is queued by. So every
+   * length may wait alike: a long prompt neither fills the queue to a depth the short ones
+   * cannot wait through, nor is overtaken by the short ones arriving in the slack its
+   * allowance gave it (a later deadline) until it is refused from the queue. It is still
+   * judged (and refused from the queue, early-refusal.ts) by its own objective.
+   */
+  admitBy(
+    className: string,
+    objectives: Objectives,
+    promptTokens: number,
+    arrivedAt: number,
+    msPerPromptToken: number,
+  ): { budget: number; order: number | undefined } {
+    const slo = objectives.ttft_ms
+    const budget = this.budget(className, slo)
+    const empty = emptyPromptTtftMs(objectives, promptTokens)
+    if (empty === undefined || slo === undefined)
+      return { budget, order: slo === undefined ? undefined : arrivedAt + slo }
+    const prefillMs = msPerPromptToken * promptTokens
+    return {
+      budget: Math.min(budget, this.budget(className, empty) + prefillMs),
+      order: arrivedAt + Math.min(slo, empty + prefillMs),
+    }
   }
 
   /**
