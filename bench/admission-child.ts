@@ -4,6 +4,7 @@
  *
  *   node --import tsx bench/admission-child.ts sim --profile P --scale S --seed N [--replicas R]
  *   node --import tsx bench/admission-child.ts gateway --sim URL[,URL] --model M --scale S [--min-share X] [--ttft-per-1k MS] [--set PATH=VALUE ...]
+ *   node --import tsx bench/admission-child.ts control
  *
  * `sim`: one simulated replica (startSim), plus a small stats listener for the bench:
  * GET /stats = { busyMs (sum of the engine's step durations, wall ms), running, waiting,
@@ -15,6 +16,10 @@
  * config value, as the gateway's own --set (bench:admission --gateway-set). The estimator's
  * priors and the prefill budget are not set: the gateway learns them from the engine (engine facts),
  * as a new user's would, and what it learns from a time-scaled engine is scaled by itself.
+ *
+ * `control`: a Node HTTP server that does nothing but refuse: it reads each request's body and
+ * answers 503 at once. The load generator probes it beside the gateway's run, so the report
+ * says what a refusal takes on this machine, under the same load, with no gateway work in it.
  *
  * Each prints one line `ADMISSION-CHILD {json}` with its URLs when it listens, and stops on
  * SIGTERM.
@@ -164,6 +169,29 @@ async function runGateway(
   process.once('SIGINT', stop)
 }
 
+/** The control's answer: the shape of the gateway's refusal. */
+const CONTROL_REFUSAL = JSON.stringify({
+  error: { message: 'control: refused at once', type: 'overloaded', code: 'control' },
+})
+
+async function runControl(): Promise<void> {
+  const server = createServer((req, res) => {
+    req.resume()
+    req.once('end', () => {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(CONTROL_REFUSAL)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  process.stdout.write(`${READY_PREFIX}${JSON.stringify({ url })}\n`)
+  const stop = () => {
+    server.closeAllConnections()
+    server.close(() => process.exit(0))
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
@@ -193,7 +221,8 @@ async function main(): Promise<void> {
       throw new Error(`--ttft-per-1k: expected a number >= 0, got ${values['ttft-per-1k']}`)
     return runGateway(values.sim, values.model, scale, share, per1k, values.set ?? [])
   }
-  throw new Error('usage: admission-child.ts sim|gateway [options]')
+  if (positionals[0] === 'control') return runControl()
+  throw new Error('usage: admission-child.ts sim|gateway|control [options]')
 }
 
 // run only as a script, not when imported (the bench imports gatewayConfig to describe it)

@@ -109,6 +109,8 @@ export interface SegmentMetrics {
   readonly sendLagP99Ms: number
   /** The load generator's own event-loop delay p99 in the window, wall ms. */
   readonly clientLoopP99Ms: number
+  /** A do-nothing server's refusals probed in the window, p99 wall ms (NaN: not probed; admission-run.ts). */
+  readonly controlP99Ms: number
   /** Counters and gateway state at the window's start and end. */
   readonly snapshots: { readonly start: Snapshot; readonly end: Snapshot }
 }
@@ -330,6 +332,7 @@ export function segmentMetrics(
     lagP99Ms: seg.lagP99Ms,
     sendLagP99Ms: seg.sendLagP99Ms,
     clientLoopP99Ms: seg.clientLoopP99Ms,
+    controlP99Ms: seg.controlP99Ms,
     snapshots: { start: seg.start, end: seg.end },
   }
 }

@@ -266,39 +266,43 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
       args.push(...setArgs(o.gatewaySets))
       const gw = await spawnChild(`gateway ${wl.name}`, args, log, ended, cpuProfFlags(o.gatewayCpuProf))
       const adminUrl = gw.info.adminUrl as string
-      const gp: Probes = { simStatsUrl, adminUrl }
-      const stopGateway = async () => {
+      // beside the gateway, a server that only refuses: what a refusal takes here with no gateway work
+      const control = await spawnChild(`control ${wl.name}`, ['control'], log, ended)
+      const gp: Probes = { simStatsUrl, adminUrl, controlUrl: control.info.url as string }
+      const stop = (c: typeof gw) => async () => {
         ending = true
-        await gw.child.stop()
+        await c.child.stop()
         ending = false
       }
-      await withChild(o.children, gw.child, stopGateway, async () => {
-        stateBefore = await gatewayState(adminUrl)
-        const first = lead(w.warmup_s * 1000, 'cold start')
-        const segments = [
-          first,
-          ...o.levels.map((x) => level(x)),
-          ...(batchRate > 0 ? [level(0, 'batch alone')] : []),
-        ]
-        const total = segments.reduce((a, g) => a + segmentMs(g), 0)
-        log(
-          `${wl.name} gateway: cold start, ${o.levels.length} levels back to back, ${((total * scale) / 1000).toFixed(0)} s`,
-        )
-        const res = await run('gateway', gw.info.url as string, segments, gp)
-        o.keep('gateway', res)
-        for (const [i, x] of o.levels.entries()) record('gateway', x, res, i + 1)
-        const coldSeg = res.segments[0]
-        if (coldSeg !== undefined)
-          cold = segmentMetrics(coldSeg, res.outcomes, slos, scale).perClass.interactive.estimator
-        steady = estimatorError(
-          levels.flatMap((l) => [...(l.runs.gateway?.perClass.interactive.estimator.signed ?? [])]),
-        )
-        const alone = res.segments[o.levels.length + 1]
-        if (alone !== undefined)
-          batchAlone = segmentMetrics(alone, res.outcomes, slos, scale).perClass.batch.throughputTokS
-        stateAfter = await gatewayState(adminUrl)
-        await idle('the gateway run', gp)
-      })
+      await withChild(o.children, control.child, stop(control), () =>
+        withChild(o.children, gw.child, stop(gw), async () => {
+          stateBefore = await gatewayState(adminUrl)
+          const first = lead(w.warmup_s * 1000, 'cold start')
+          const segments = [
+            first,
+            ...o.levels.map((x) => level(x)),
+            ...(batchRate > 0 ? [level(0, 'batch alone')] : []),
+          ]
+          const total = segments.reduce((a, g) => a + segmentMs(g), 0)
+          log(
+            `${wl.name} gateway: cold start, ${o.levels.length} levels back to back, ${((total * scale) / 1000).toFixed(0)} s`,
+          )
+          const res = await run('gateway', gw.info.url as string, segments, gp)
+          o.keep('gateway', res)
+          for (const [i, x] of o.levels.entries()) record('gateway', x, res, i + 1)
+          const coldSeg = res.segments[0]
+          if (coldSeg !== undefined)
+            cold = segmentMetrics(coldSeg, res.outcomes, slos, scale).perClass.interactive.estimator
+          steady = estimatorError(
+            levels.flatMap((l) => [...(l.runs.gateway?.perClass.interactive.estimator.signed ?? [])]),
+          )
+          const alone = res.segments[o.levels.length + 1]
+          if (alone !== undefined)
+            batchAlone = segmentMetrics(alone, res.outcomes, slos, scale).perClass.batch.throughputTokS
+          stateAfter = await gatewayState(adminUrl)
+          await idle('the gateway run', gp)
+        }),
+      )
     }
     if (o.paths.includes('floors'))
       floors = await runFloors({

@@ -186,6 +186,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
         r.gatewayCpu === undefined ? '' : pct(r.gatewayCpu),
         r.gatewayLoopP99Ms === undefined ? '' : fmt(r.gatewayLoopP99Ms, 1),
         fmt(r.clientLoopP99Ms, 1),
+        Number.isNaN(r.controlP99Ms) ? '' : fmt(r.controlP99Ms, 1),
       ])
     }
   }
@@ -208,6 +209,7 @@ function runTable(report: Report, levels: readonly LevelResult[], cap: CapacityF
       'gateway CPU (of one core)',
       'gateway event-loop delay p99 ms (wall)',
       'load generator (interactive thread) event-loop delay p99 ms (wall)',
+      'control refusal p99 ms (wall): a Node server that only refuses, probed from that thread',
     ],
     rows,
   )

@@ -15,7 +15,7 @@ import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { request } from 'undici'
+import { Pool, request } from 'undici'
 import { parsePromText } from '../src/backends/prom-text.js'
 import type { BatchWorkerData, BatchWorkerMessage, BatchWorkerStart } from './admission-batch-worker.js'
 import type { Outcome } from './admission-client.js'
@@ -59,6 +59,8 @@ export interface Probes {
   readonly simStatsUrl: string
   /** The gateway's admin listener, when the run goes through it. */
   readonly adminUrl?: string
+  /** A server that refuses at once (admission-child.ts control): probed in each measured window. */
+  readonly controlUrl?: string
 }
 
 /** Counters read at the start and end of a measured window. */
@@ -101,6 +103,8 @@ export interface SegmentResult {
   readonly sendLagP99Ms: number
   /** The load generator's own event-loop delay over the window, p99 (wall ms). */
   readonly clientLoopP99Ms: number
+  /** The control's refusals over the window, from the interactive thread: p99 from send to headers (wall ms; NaN: none). */
+  readonly controlP99Ms: number
 }
 
 export interface RunResult {
@@ -117,6 +121,42 @@ async function getJson(url: string): Promise<unknown> {
 
 export async function simStats(url: string): Promise<SimStats> {
   return (await getJson(`${url}/stats`)) as SimStats
+}
+
+/** How often the control is probed in a measured window, wall ms (one probe open at a time). */
+const CONTROL_EVERY_MS = 20
+/** A probe's body: the size of a short chat request (the control reads it, as the gateway reads a prompt). */
+const CONTROL_BODY = JSON.stringify({
+  model: 'control',
+  messages: [{ role: 'user', content: 'x'.repeat(900) }],
+})
+
+/**
+ * Probes the control from this thread (the interactive sender's) from `fromMs` to `toMs` of
+ * the run (wall ms after `t0`): what a refusal takes here from a server with nothing else to
+ * do, behind the same load generator, on the same cores. Resolves to the p99 (NaN: none).
+ */
+async function probeControl(url: string, t0: number, fromMs: number, toMs: number): Promise<number> {
+  await sleep(Math.max(0, fromMs - (performance.now() - t0)))
+  const pool = new Pool(url, { connections: 1, pipelining: 1 })
+  const took: number[] = []
+  try {
+    while (performance.now() - t0 < toMs) {
+      const sent = performance.now()
+      const res = await request(url, {
+        method: 'POST',
+        dispatcher: pool,
+        headers: { 'content-type': 'application/json' },
+        body: CONTROL_BODY,
+      })
+      took.push(performance.now() - sent)
+      await res.body.dump()
+      await sleep(CONTROL_EVERY_MS)
+    }
+  } finally {
+    await pool.close()
+  }
+  return took.length === 0 ? Number.NaN : p99(took)
 }
 
 /** prom-client's event-loop sampling interval, ms (the gateway keeps its default). */
@@ -348,6 +388,11 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
     lagRead.catch(() => {})
     void sleep(window.fromMs * s).then(() => clientLoop.reset())
     const clientLoopRead = sleep(window.toMs * s).then(() => loopP99Ms(clientLoop))
+    const control =
+      o.probes.controlUrl === undefined
+        ? Promise.resolve(Number.NaN)
+        : probeControl(o.probes.controlUrl, t0, window.fromMs * s, window.toMs * s)
+    control.catch(() => {})
     return {
       seg,
       start,
@@ -356,6 +401,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       last: snap(window.toMs),
       lagRead,
       clientLoopRead,
+      control,
       sendLag: [] as number[],
     }
   })
@@ -403,6 +449,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       lagP99Ms: (await p.lagRead).lagP99Ms,
       sendLagP99Ms: p99(p.sendLag),
       clientLoopP99Ms: await p.clientLoopRead,
+      controlP99Ms: await p.control.catch(() => Number.NaN),
     })
   }
   return { segments, outcomes: all, wallMs }

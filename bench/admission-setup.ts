@@ -110,7 +110,10 @@ export function setupSection(report: Report, f: SetupFacts): void {
       "long the gateway held it (its `server-timing`), the wait from the request's write on an already open",
       "connection (the load generator's dispatch and connect left out), how many opened a connection first",
       'and their p99 (the gateway accepts a connection in one turn of its event loop and reads it in the next),',
-      "and both processes' event-loop delay p99 in the window: what a response waits behind at each end.",
+      "and both processes' event-loop delay p99 in the window: what a response waits behind at each end;",
+      'and a control: in the same window the interactive thread also sends a ~1 KB POST every 20 ms to a',
+      'Node server (a process of its own, bench/admission-child.ts `control`) that reads the body and answers',
+      '503 at once, so its p99 is what a refusal takes on this machine under this load with no gateway work.',
     ].join('\n'),
   )
   report.heading('Workload')

@@ -125,7 +125,12 @@ function splitText(q: Quality): string {
  */
 function loopText(
   r:
-    | { readonly gatewayLoopP99Ms?: number; readonly gatewayCpu?: number; readonly clientLoopP99Ms: number }
+    | {
+        readonly gatewayLoopP99Ms?: number
+        readonly gatewayCpu?: number
+        readonly clientLoopP99Ms: number
+        readonly controlP99Ms: number
+      }
     | undefined,
 ): string {
   if (r?.gatewayLoopP99Ms === undefined) return ''
@@ -133,7 +138,10 @@ function loopText(
   const client = Number.isNaN(r.clientLoopP99Ms)
     ? ''
     : `; the load generator's (its interactive thread's) event-loop delay p99 ${fmt(r.clientLoopP99Ms, 1)} ms`
-  return `; the gateway's event-loop delay p99 ${fmt(r.gatewayLoopP99Ms, 1)} ms${cpu}${client}`
+  const control = Number.isNaN(r.controlP99Ms)
+    ? ''
+    : `; a control (a Node server here that only refuses, probed from that thread in the window) p99 ${fmt(r.controlP99Ms, 1)} ms`
+  return `; the gateway's event-loop delay p99 ${fmt(r.gatewayLoopP99Ms, 1)} ms${cpu}${client}${control}`
 }
 
 function estimatorRows(w: WorkloadOutcome): TargetRow[] {
