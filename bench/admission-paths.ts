@@ -266,16 +266,16 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
       args.push(...setArgs(o.gatewaySets))
       const gw = await spawnChild(`gateway ${wl.name}`, args, log, ended, cpuProfFlags(o.gatewayCpuProf))
       const adminUrl = gw.info.adminUrl as string
-      // beside the gateway, a server that only refuses: what a refusal takes here with no gateway work
-      const control = await spawnChild(`control ${wl.name}`, ['control'], log, ended)
-      const gp: Probes = { simStatsUrl, adminUrl, controlUrl: control.info.url as string }
       const stop = (c: typeof gw) => async () => {
         ending = true
         await c.child.stop()
         ending = false
       }
-      await withChild(o.children, control.child, stop(control), () =>
-        withChild(o.children, gw.child, stop(gw), async () => {
+      await withChild(o.children, gw.child, stop(gw), async () => {
+        // beside the gateway, a server that only refuses: what a refusal takes here with no gateway work
+        const control = await spawnChild(`control ${wl.name}`, ['control'], log, ended)
+        const gp: Probes = { simStatsUrl, adminUrl, controlUrl: control.info.url as string }
+        await withChild(o.children, control.child, stop(control), async () => {
           stateBefore = await gatewayState(adminUrl)
           const first = lead(w.warmup_s * 1000, 'cold start')
           const segments = [
@@ -301,8 +301,8 @@ export async function runWorkload(o: WorkloadRunOptions): Promise<WorkloadRun> {
             batchAlone = segmentMetrics(alone, res.outcomes, slos, scale).perClass.batch.throughputTokS
           stateAfter = await gatewayState(adminUrl)
           await idle('the gateway run', gp)
-        }),
-      )
+        })
+      })
     }
     if (o.paths.includes('floors'))
       floors = await runFloors({

@@ -137,20 +137,29 @@ const CONTROL_BODY = JSON.stringify({
  * do, behind the same load generator, on the same cores. Resolves to the p99 (NaN: none).
  */
 async function probeControl(url: string, t0: number, fromMs: number, toMs: number): Promise<number> {
-  await sleep(Math.max(0, fromMs - (performance.now() - t0)))
+  const until = (ms: number) => sleep(Math.max(0, ms - (performance.now() - t0)))
   const pool = new Pool(url, { connections: 1, pipelining: 1 })
+  /** One refusal: ms from the send to its headers (as a refusal at arrival is timed). */
+  const probe = async () => {
+    const sent = performance.now()
+    const res = await request(url, {
+      method: 'POST',
+      dispatcher: pool,
+      headers: { 'content-type': 'application/json' },
+      body: CONTROL_BODY,
+    })
+    const ms = performance.now() - sent
+    await res.body.dump()
+    return ms
+  }
   const took: number[] = []
   try {
+    // one probe just before the window opens the connection: the window's are all on it, as most refusals are
+    await until(fromMs - 100)
+    await probe()
+    await until(fromMs)
     while (performance.now() - t0 < toMs) {
-      const sent = performance.now()
-      const res = await request(url, {
-        method: 'POST',
-        dispatcher: pool,
-        headers: { 'content-type': 'application/json' },
-        body: CONTROL_BODY,
-      })
-      took.push(performance.now() - sent)
-      await res.body.dump()
+      took.push(await probe())
       await sleep(CONTROL_EVERY_MS)
     }
   } finally {
