@@ -4,7 +4,7 @@
  */
 import { fmt, type Report } from '../src/loadgen/report.js'
 import { bestHaproxy, pathLabel, ratioToBest } from './admission-compare.js'
-import type { EstimatorError } from './admission-metrics.js'
+import type { EstimatorError, SegmentMetrics } from './admission-metrics.js'
 import { longestVsShortest, type Quality } from './admission-quality.js'
 import { type LevelResult, pct } from './admission-report.js'
 
@@ -124,14 +124,7 @@ function splitText(q: Quality): string {
  * refusal at arrival waits behind at each end.
  */
 function loopText(
-  r:
-    | {
-        readonly gatewayLoopP99Ms?: number
-        readonly gatewayCpu?: number
-        readonly clientLoopP99Ms: number
-        readonly controlP99Ms: number
-      }
-    | undefined,
+  r: Pick<SegmentMetrics, 'gatewayLoopP99Ms' | 'gatewayCpu' | 'clientLoopP99Ms' | 'controlP99Ms'> | undefined,
 ): string {
   if (r?.gatewayLoopP99Ms === undefined) return ''
   const cpu = r.gatewayCpu === undefined ? '' : `, its CPU ${pct(r.gatewayCpu, 0)} of a core`
