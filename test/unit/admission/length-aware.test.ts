@@ -143,3 +143,53 @@ describe('length-aware TTFT objectives', () => {
     expect(verdictOf(done, objectivesOf(done, aware.config.classes))).toEqual({ kind: 'good' })
   })
 })
+
+describe('length-aware objectives across pools', () => {
+  it('a request the ladder moves to another pool is queued by that pool’s prefill rate, not the first pool’s', () => {
+    const config = configSchema.parse({
+      classes: {
+        chat: {
+          priority: 0,
+          slo: { ttft_ms: 300, tpot_ms: 50, ttft_ms_per_1k_prompt_tokens: 400 },
+          max_kv_usage: 0.8,
+          reject_on_ttft: true,
+          degrade: [{ action: 'fallback_model', model: 's' }],
+        },
+      },
+      admission: { margin: 0.1, ttft_miss_target: 0 },
+      backends: {
+        pools: [
+          { name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] },
+          { name: 'small', models: ['s'], endpoints: ['http://127.0.0.1:2'] },
+        ],
+      },
+    })
+    const main = new FakePool('main', ['m'])
+    const small = new FakePool('small', ['s'])
+    main.load = { ...main.load, waiting: 100 } // main cannot meet it: the ladder falls back to small
+    const admission = new Admission(config, fakeBackends(main, small), new ManualClock(1000))
+    const mainPa = admission.poolAdmission(main)
+    const smallPa = admission.poolAdmission(small)
+    // the small model prefills four times faster than the shipped prior the main pool runs on
+    smallPa.estimator.adoptPriors({ stepMs: 15, prefillTokensPerS: 80_000 })
+    const mainPerToken = mainPa.estimator.msPerPromptToken()
+    const smallPerToken = smallPa.estimator.msPerPromptToken()
+    expect(smallPerToken).toBeLessThan(mainPerToken / 2)
+
+    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
+    t.model = 'm'
+    t.generation = true
+    t.requestedClass = 'chat'
+    t.promptTokens = 2000
+    t.expectedOutputTokens = 16
+    const d = admission.decide({ ticket: t, body: { model: 'm', messages: [] }, pool: main })
+    expect(d.kind).toBe('admit')
+    if (d.kind !== 'admit') return
+    expect(d.poolAdmission).toBe(smallPa)
+    expect(t.degraded).toEqual(['fallback_model'])
+    // an empty prompt's 300 ms plus its own prefill at the pool it waits in
+    expect(d.order).toBeCloseTo(1000 + 300 + 2000 * smallPerToken, 6)
+    mainPa.close()
+    smallPa.close()
+  })
+})
