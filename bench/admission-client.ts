@@ -34,6 +34,8 @@ export interface Outcome {
   degraded?: string
   rejectReason?: string
   retryAfterS?: number
+  /** The refusal's `retry-after-ms` (the gateway's; the `openai` client honours it before `retry-after`). */
+  retryAfterMs?: number
   /** When undici wrote the request to a socket, wall ms from the run's start (after any connect). */
   writtenMs?: number
   /** It opened a new connection (none of the pool's was free). */
@@ -176,6 +178,8 @@ class ResponseReader implements Dispatcher.DispatchHandler {
     if (reason !== undefined) o.rejectReason = reason
     const ra = num(header(h, 'retry-after'))
     if (ra !== undefined) o.retryAfterS = ra
+    const raMs = num(header(h, 'retry-after-ms'))
+    if (raMs !== undefined) o.retryAfterMs = raMs
     if (statusCode !== 200) {
       const timing = SERVER_TIMING.exec(header(h, 'server-timing') ?? '')?.[1]
       if (timing !== undefined) o.gatewayMs = Number(timing)
@@ -236,6 +240,7 @@ export function outcomeLine(path: string, segment: string, o: Outcome) {
     gatewayMs: o.gatewayMs,
     error: o.error,
     reason: o.rejectReason,
+    retryAfterMs: o.retryAfterMs,
     predictedTtftMs: o.predictedTtftMs,
     refusedPredictedMs: o.refusedPredictedMs,
     queueMs: o.queueMs,

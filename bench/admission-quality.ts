@@ -9,7 +9,7 @@ import { percentile, sorted } from '../src/loadgen/report.js'
 import { PROMPT_LENGTH_BUCKETS, promptLengthBucket } from '../src/telemetry/length-buckets.js'
 import type { Outcome } from './admission-client.js'
 import { type ClassSlo, judge } from './admission-metrics.js'
-import type { SegmentResult } from './admission-run.js'
+import type { Retried, SegmentResult } from './admission-run.js'
 
 export interface BucketRefusals {
   readonly bucket: string
@@ -23,6 +23,29 @@ export interface DegradeTally {
   readonly count: number
   /** Met the interactive objectives (TTFT and TPOT) they were sent with. */
   readonly metSlo: number
+}
+
+/** Refusals sent again after a wait (admission-run.ts Retried), by what became of them. */
+export interface RetryTally {
+  readonly sent: number
+  /** Answered 200. */
+  readonly admitted: number
+  /** ... and met the interactive objectives (TTFT and TPOT), judged on all they streamed. */
+  readonly met: number
+  /** Refused once more (429/503, queue_timeout included). */
+  readonly refusedAgain: number
+}
+
+export interface RetryQuality {
+  /** Sent again after the refusal's Retry-After, and after half of it. */
+  readonly at: RetryTally
+  readonly half: RetryTally
+  /** Refusals whose Retry-After ran past the level's end: not sent again. */
+  readonly beyondLevel: number
+  /** The Retry-After of every refusal in the window that had one, model ms (NaN: none). */
+  readonly retryAfterP50Ms: number
+  readonly retryAfterP90Ms: number
+  readonly withRetryAfter: number
 }
 
 export interface Quality {
@@ -58,6 +81,7 @@ export interface Quality {
   readonly queueTimeoutShare: number
   readonly degraded: readonly DegradeTally[]
   readonly buckets: readonly BucketRefusals[]
+  readonly retries: RetryQuality
 }
 
 const refused = (o: Outcome) => o.status === 503 || o.status === 429
@@ -103,6 +127,33 @@ export function longestVsShortest(buckets: readonly BucketRefusals[]): { ratio: 
   // with the counts: a bucket of a few requests moves the ratio by a lot from run to run
   const pc = (b: BucketRefusals) => `${(b.rate * 100).toFixed(1)}% (${b.refused}/${b.offered})`
   return { ratio, text: `${last.bucket} ${pc(last)} vs ${first.bucket} ${pc(first)}` }
+}
+
+export function retryQuality(seg: SegmentResult, slo: ClassSlo, scale: number): RetryQuality {
+  const tally = (arm: Retried['arm']): RetryTally => {
+    const mine = seg.retries.filter((r) => r.arm === arm).map((r) => r.outcome)
+    const admitted = mine.filter((o) => o.status === 200)
+    return {
+      sent: mine.length,
+      admitted: admitted.length,
+      // a retry is judged on all it streamed until the run's cut-off, not at its level's horizon
+      met: admitted.filter((o) => judge(o, slo, scale, Number.POSITIVE_INFINITY).good).length,
+      refusedAgain: mine.filter(refused).length,
+    }
+  }
+  const waits = sorted(
+    judgedInteractive(seg).flatMap((o) =>
+      refused(o) && o.retryAfterMs !== undefined ? [o.retryAfterMs / scale] : [],
+    ),
+  )
+  return {
+    at: tally('at'),
+    half: tally('half'),
+    beyondLevel: seg.retryBeyondLevel,
+    retryAfterP50Ms: waits.length === 0 ? Number.NaN : percentile(waits, 50),
+    retryAfterP90Ms: waits.length === 0 ? Number.NaN : percentile(waits, 90),
+    withRetryAfter: waits.length,
+  }
 }
 
 export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quality {
@@ -153,5 +204,6 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
     queueTimeoutShare: sheddable > 0 ? queueTimeouts / sheddable : Number.NaN,
     degraded: [...tally.entries()].map(([action, t]) => ({ action, ...t })),
     buckets: bucketRefusals(judged),
+    retries: retryQuality(seg, slo, scale),
   }
 }

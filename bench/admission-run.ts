@@ -19,7 +19,7 @@ import { Pool, request } from 'undici'
 import { parsePromText } from '../src/backends/prom-text.js'
 import type { BatchWorkerData, BatchWorkerMessage, BatchWorkerStart } from './admission-batch-worker.js'
 import type { Outcome } from './admission-client.js'
-import { playSchedule, type Scheduled } from './admission-sender.js'
+import { playSchedule, type Scheduled, type Sent } from './admission-sender.js'
 import type { Arrival } from './admission-workload.js'
 
 export interface Segment {
@@ -105,7 +105,30 @@ export interface SegmentResult {
   readonly clientLoopP99Ms: number
   /** The control's refusals over the window, from the interactive thread: p99 from send to headers (wall ms; NaN: none). */
   readonly controlP99Ms: number
+  /** Refusals in the window sent again after their Retry-After, or half of it (RETRY_SPACING_MS apart). */
+  readonly retries: readonly Retried[]
+  /** Refusals in the window with a Retry-After that would have come back after this level's end: not sent again. */
+  readonly retryBeyondLevel: number
 }
+
+/**
+ * A refused interactive request sent again, as a client honouring the refusal's Retry-After
+ * does (`at`), or after half of it (`half`: were the gateway's wait too long, the earlier
+ * retry would fare as well).
+ */
+export interface Retried {
+  readonly arm: 'at' | 'half'
+  /** The refusal's `retry-after-ms`, wall ms. */
+  readonly retryAfterMs: number
+  readonly outcome: Outcome
+}
+
+/**
+ * Retries of refusals go at most this often per level (wall ms): a few per window tell whether
+ * Retry-After is honest, without adding the load of every refused client coming back (the
+ * generic proxies' runs have none; their 503s carry no Retry-After).
+ */
+export const RETRY_SPACING_MS = 200
 
 export interface RunResult {
   readonly segments: readonly SegmentResult[]
@@ -412,21 +435,46 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       clientLoopRead,
       control,
       sendLag: [] as number[],
+      retries: [] as Promise<Retried>[],
+      retryBeyondLevel: 0,
+      lastRetryMs: Number.NEGATIVE_INFINITY,
     }
   })
+  /** Sends a refusal in its level's window again after its Retry-After (or half), spaced and within the level. */
+  const maybeRetry = (seg: number, r: Outcome, again: Sent['again']) => {
+    const p = placed[seg]
+    const w = p?.window
+    if (p === undefined || w === undefined || r.retryAfterMs === undefined) return
+    if (r.arrival.cls !== 'interactive' || (r.status !== 503 && r.status !== 429)) return
+    if (r.arrival.atMs < w.fromMs || r.arrival.atMs >= w.toMs) return
+    const now = performance.now() - t0
+    if (now - p.lastRetryMs < RETRY_SPACING_MS) return
+    const arm = p.retries.length % 2 === 0 ? 'at' : 'half'
+    const delay = arm === 'at' ? r.retryAfterMs : r.retryAfterMs / 2
+    if (now + delay > w.judgeUntilMs * s) {
+      p.retryBeyondLevel++
+      return
+    }
+    const retried = again(delay)
+    if (retried === undefined) return
+    p.lastRetryMs = now
+    const retryAfterMs = r.retryAfterMs
+    p.retries.push(retried.then((outcome) => ({ arm, retryAfterMs, outcome })))
+  }
   let lastLog = 0
   let sent = 0
   let ended = 0
   await playSchedule(
     { url: o.url, model: o.model, scale: s, endMs, t0 },
     schedule.filter((a) => a.arrival.cls !== 'batch'),
-    ({ seg, lagMs, outcome }) => {
+    ({ seg, lagMs, outcome, again }) => {
       placed[seg]?.sendLag.push(lagMs)
       sent++
       void outcome.then((r) => {
         perSegment[seg]?.push(r)
         all.push(r)
         ended++
+        maybeRetry(seg, r, again)
       })
       const now = performance.now() - t0
       if (now - lastLog > 15_000) {
@@ -459,6 +507,8 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
       sendLagP99Ms: p99(p.sendLag),
       clientLoopP99Ms: await p.clientLoopRead,
       controlP99Ms: await p.control.catch(() => Number.NaN),
+      retries: await Promise.all(p.retries),
+      retryBeyondLevel: p.retryBeyondLevel,
     })
   }
   return { segments, outcomes: all, wallMs }

@@ -38,6 +38,11 @@ export interface Sent {
   /** How late it was sent against its schedule, wall ms. */
   readonly lagMs: number
   readonly outcome: Promise<Outcome>
+  /**
+   * Sends the same request again (same prompt) `delayMs` wall ms from now, as a client honouring
+   * a refusal's Retry-After does; undefined when that is at or past the run's cut-off.
+   */
+  readonly again: (delayMs: number) => Promise<Outcome> | undefined
 }
 
 /**
@@ -58,18 +63,28 @@ export async function playSchedule(
   setMaxListeners(Number.POSITIVE_INFINITY, ac.signal)
   const ctx = { model: o.model, t0: o.t0, signal: ac.signal }
   const pending: Promise<Outcome>[] = []
-  for (const { seg, tag, arrival } of schedule) {
-    const due = arrival.atMs * o.scale
-    const wait = due - (performance.now() - o.t0)
-    if (wait > 1) await sleep(wait)
-    const lagMs = Math.max(0, performance.now() - o.t0 - due)
+  const send = (tag: string, arrival: Arrival, due: number) => {
     const outcome = sendOne(
       { ...ctx, client: clients[pending.length % clients.length] as Pool, tag },
       arrival,
       due,
     )
     pending.push(outcome)
-    onSent({ seg, lagMs, outcome })
+    return outcome
+  }
+  for (const { seg, tag, arrival } of schedule) {
+    const due = arrival.atMs * o.scale
+    const wait = due - (performance.now() - o.t0)
+    if (wait > 1) await sleep(wait)
+    const lagMs = Math.max(0, performance.now() - o.t0 - due)
+    const again = (delayMs: number) => {
+      const retryDue = performance.now() - o.t0 + delayMs
+      if (ac.signal.aborted || retryDue >= o.endMs * o.scale) return undefined
+      const retried = sleep(delayMs).then(() => send(tag, arrival, retryDue))
+      pending.push(retried)
+      return retried
+    }
+    onSent({ seg, lagMs, outcome: send(tag, arrival, due), again })
   }
   const rest = o.endMs * o.scale - (performance.now() - o.t0)
   if (rest > 0) await sleep(rest)

@@ -8,6 +8,7 @@ import { type CapacityFacts, engineWorkMsPerS, heldCapacity, type SloCapacity } 
 import { gatewayConfig } from './admission-child.js'
 import type { BenchFile } from './admission-config.js'
 import { pct } from './admission-report.js'
+import { RETRY_SPACING_MS } from './admission-run.js'
 import { type LengthMix, lognormalParams, sampleMean } from './admission-workload.js'
 
 export interface SetupFacts {
@@ -114,6 +115,14 @@ export function setupSection(report: Report, f: SetupFacts): void {
       'and a control: in the same window the interactive thread also sends a ~1 KB POST every 20 ms to a',
       'Node server (a process of its own, bench/admission-child.ts `control`) that reads the body and answers',
       '503 at once, so its p99 is what a refusal takes on this machine under this load with no gateway work.',
+      "Retry-After, measured at the client: an interactive refusal in a level's window that carries a",
+      `\`retry-after-ms\` (the gateway's) is sent again, the same request, after that wait (as the \`openai\``,
+      'client does) or, every other one, after half of it, at most one every ' +
+        `${RETRY_SPACING_MS} ms wall (a few per window, not every refused client's return: the generic`,
+      "proxies' runs have none) and only where it comes back within its level (before the tail's end). A retry",
+      'is judged on everything it streamed until the run is cut off; retries count in no other figure. If the',
+      "gateway's wait is honest, most retries after it are admitted and meet their objectives; if it is too long,",
+      'the retries after half of it fare as well.',
     ].join('\n'),
   )
   report.heading('Workload')

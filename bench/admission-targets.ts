@@ -5,7 +5,7 @@
 import { fmt, type Report } from '../src/loadgen/report.js'
 import { bestHaproxy, pathLabel, ratioToBest } from './admission-compare.js'
 import type { EstimatorError, SegmentMetrics } from './admission-metrics.js'
-import { longestVsShortest, type Quality } from './admission-quality.js'
+import { longestVsShortest, type Quality, type RetryQuality, type RetryTally } from './admission-quality.js'
 import { type LevelResult, pct } from './admission-report.js'
 
 export const TARGETS_14 = {
@@ -93,6 +93,12 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
       },
       {
         workload: w.name,
+        target: `${l.level}×: a refusal sent again after its Retry-After (information)`,
+        figure: retryText(q.retries),
+        hit: undefined,
+      },
+      {
+        workload: w.name,
         target: `${l.level}×: refused from the queue before its deadline (early refusal; information)`,
         figure:
           q.queueRefusals === 0
@@ -103,6 +109,21 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
     )
   }
   return rows
+}
+
+const armText = (t: RetryTally) =>
+  `${t.admitted} of ${t.sent} admitted (${t.met} met both objectives), ${t.refusedAgain} refused again`
+
+/** What became of refusals sent again after their Retry-After, and after half of it. */
+function retryText(r: RetryQuality): string {
+  if (r.withRetryAfter === 0) return 'no refusal with a Retry-After'
+  const arm = (t: RetryTally) => (t.sent === 0 ? 'none sent' : armText(t))
+  const beyond =
+    r.beyondLevel === 0 ? '' : `; ${r.beyondLevel} not sent again (their wait ran past the level's end)`
+  return (
+    `Retry-After p50 ${fmt(r.retryAfterP50Ms, 0)} ms, p90 ${fmt(r.retryAfterP90Ms, 0)} ms (n=${r.withRetryAfter}); ` +
+    `sent again after it: ${arm(r.at)}; after half of it: ${arm(r.half)}${beyond}`
+  )
 }
 
 /** Where a refusal on arrival's wait went: the gateway's own share, the wait on an open connection. */
@@ -187,4 +208,31 @@ export function targetsTable(report: Report, outcomes: readonly WorkloadOutcome[
     ['workload', 'target', 'measured', 'verdict'],
     rows.map((r) => [r.workload, r.target, r.figure, judged(r.hit)]),
   )
+  const retries = retriesInAll(outcomes)
+  if (retries.at.sent + retries.half.sent > 0)
+    report.paragraph(
+      `Retry-After at the client, every workload at 2× and 4× together: sent again after it, ${armText(retries.at)}; ` +
+        `after half of it, ${armText(retries.half)}.`,
+    )
+}
+
+/** The retries of every workload's 2× and 4× levels, summed by arm. */
+export function retriesInAll(outcomes: readonly WorkloadOutcome[]): { at: RetryTally; half: RetryTally } {
+  const sum = (a: RetryTally, b: RetryTally): RetryTally => ({
+    sent: a.sent + b.sent,
+    admitted: a.admitted + b.admitted,
+    met: a.met + b.met,
+    refusedAgain: a.refusedAgain + b.refusedAgain,
+  })
+  const none: RetryTally = { sent: 0, admitted: 0, met: 0, refusedAgain: 0 }
+  let at = none
+  let half = none
+  for (const w of outcomes)
+    for (const l of w.levels) {
+      const r = l.level >= 2 ? l.quality.gateway?.retries : undefined
+      if (r === undefined) continue
+      at = sum(at, r.at)
+      half = sum(half, r.half)
+    }
+  return { at, half }
 }

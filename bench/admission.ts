@@ -154,9 +154,17 @@ async function main(): Promise<void> {
         children,
         keep: (path, r) => {
           if (values.raw === undefined) return
-          for (const [i, seg] of r.segments.entries())
+          for (const [i, seg] of r.segments.entries()) {
             for (const o of seg.outcomes)
               raw.push(JSON.stringify(outcomeLine(`${wl.name}/${path}`, `${i}:${seg.segment.name}`, o)))
+            for (const { arm, retryAfterMs, outcome } of seg.retries)
+              raw.push(
+                JSON.stringify({
+                  ...outcomeLine(`${wl.name}/${path}`, `${i}:${seg.segment.name}`, outcome),
+                  retry: { arm, retryAfterMs },
+                }),
+              )
+          }
         },
       })
       outcomes.push({

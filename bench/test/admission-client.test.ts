@@ -74,13 +74,20 @@ describe('the admission bench client (real sockets)', () => {
         'content-type': 'application/json',
         'x-gateway-reject-reason': 'ttft_slo',
         'retry-after': '2',
+        'retry-after-ms': '1250',
         'server-timing': 'gateway;dur=0.42',
       })
       res.end(JSON.stringify({ error: { message: 'predicted 812 ms against an objective of 500 ms' } }))
     })
     const ctx = context(url)
     const o = await sendOne(ctx, arrival, 0)
-    expect(o).toMatchObject({ status: 503, rejectReason: 'ttft_slo', retryAfterS: 2, gatewayMs: 0.42 })
+    expect(o).toMatchObject({
+      status: 503,
+      rejectReason: 'ttft_slo',
+      retryAfterS: 2,
+      retryAfterMs: 1250,
+      gatewayMs: 0.42,
+    })
     expect(o.refusedPredictedMs).toBe(812)
     expect(o.done).toBe(true)
     expect(o.tokenMs).toHaveLength(0)

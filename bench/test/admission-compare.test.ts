@@ -5,7 +5,7 @@ import { estimatorError, type SegmentMetrics } from '../admission-metrics.js'
 import { longestVsShortest, quality } from '../admission-quality.js'
 import type { LevelResult } from '../admission-report.js'
 import type { SegmentResult } from '../admission-run.js'
-import { targetRows, type WorkloadOutcome } from '../admission-targets.js'
+import { retriesInAll, targetRows, type WorkloadOutcome } from '../admission-targets.js'
 
 /** Only what the comparison reads of a run. */
 const metrics = (goodputRps: number, attainmentAdmitted = 1, admitted = 10) =>
@@ -124,6 +124,8 @@ describe('admission quality at the client', () => {
     segment: { name: '2×', measured: true, settleMs: 0, measureMs: 1000, tailMs: 1000, arrivals: [] },
     window: { fromMs: 0, toMs: 1000, judgeUntilMs: 2000 },
     outcomes,
+    retries: [],
+    retryBeyondLevel: 0,
   } as unknown as SegmentResult
 
   it('times refusals, counts queue_timeout against the admitted, and tallies degrade actions', () => {
@@ -154,6 +156,31 @@ describe('admission quality at the client', () => {
     expect(text).toBe('4k-16k 75.0% (3/4) vs 0-256 33.3% (1/3)')
   })
 
+  it("tallies the refusals sent again after their Retry-After and after half of it, and the waits' spread", () => {
+    const refusedWith = (seq: number, retryAfterMs: number) =>
+      outcome(seq, 100, { status: 503, headersMs: 201, rejectReason: 'ttft_slo', retryAfterMs })
+    const withRetries = {
+      ...seg,
+      outcomes: [refusedWith(10, 100), refusedWith(11, 300), refusedWith(12, 500), ...outcomes],
+      retries: [
+        // after its wait: admitted and in time (TTFT 50 ms model); refused again
+        { arm: 'at', retryAfterMs: 100, outcome: outcome(10, 100, { sentMs: 400, tokenMs: [500, 510] }) },
+        { arm: 'at', retryAfterMs: 300, outcome: outcome(11, 100, { sentMs: 600, status: 503 }) },
+        // after half of it: admitted, but its first token came 1,200 ms later (model)
+        { arm: 'half', retryAfterMs: 500, outcome: outcome(12, 100, { sentMs: 500, tokenMs: [2900, 2910] }) },
+      ],
+      retryBeyondLevel: 2,
+    } as unknown as SegmentResult
+    const r = quality(withRetries, { ttftMs: 500, tpotMs: 50 }, 2).retries
+    expect(r.at).toEqual({ sent: 2, admitted: 1, met: 1, refusedAgain: 1 })
+    expect(r.half).toEqual({ sent: 1, admitted: 1, met: 0, refusedAgain: 0 })
+    expect(r.beyondLevel).toBe(2)
+    // the waits of the three refusals that carried one, in model ms (wall / 2)
+    expect(r.withRetryAfter).toBe(3)
+    expect(r.retryAfterP50Ms).toBeCloseTo(150, 9)
+    expect(quality(seg, { ttftMs: 500, tpotMs: 50 }, 2).retries.withRetryAfter).toBe(0)
+  })
+
   it('judges a length-aware objective by the prompt: a long prompt gets its allowance', () => {
     const q = quality(seg, { ttftMs: 500, ttftPer1kMs: 100, tpotMs: 50 }, 2)
     // request 5: TTFT (1500 - 200) / 2 = 650 ms model: late against 500, in time against 500 + 5 × 100
@@ -162,5 +189,40 @@ describe('admission quality at the client', () => {
     expect(q.degraded[0]?.metSlo).toBe(2)
     expect(late.degraded[0]?.metSlo).toBe(1)
     expect(aware.degraded[0]?.metSlo).toBe(2)
+  })
+})
+
+describe('Retry-After in the targets section', () => {
+  it('sums every workload’s retries at 2× and 4× by arm (1× left out)', () => {
+    const tally = (sent: number, admitted: number, met: number) => ({
+      sent,
+      admitted,
+      met,
+      refusedAgain: sent - admitted,
+    })
+    const withRetries = (
+      level: number,
+      at: ReturnType<typeof tally>,
+      half: ReturnType<typeof tally>,
+    ): LevelResult => ({
+      ...levelOf(level, { gateway: 1 }),
+      quality: { gateway: { retries: { at, half } } } as unknown as LevelResult['quality'],
+    })
+    const w = (name: string, levels: LevelResult[]): WorkloadOutcome => ({
+      name,
+      levels,
+      cold: estimatorError([]),
+      steady: estimatorError([]),
+      lengthAware: false,
+    })
+    const all = retriesInAll([
+      w('a', [
+        withRetries(1, tally(9, 9, 9), tally(9, 9, 9)),
+        withRetries(2, tally(3, 3, 2), tally(3, 1, 1)),
+      ]),
+      w('b', [withRetries(4, tally(4, 1, 1), tally(4, 0, 0))]),
+    ])
+    expect(all.at).toEqual({ sent: 7, admitted: 4, met: 3, refusedAgain: 3 })
+    expect(all.half).toEqual({ sent: 7, admitted: 1, met: 1, refusedAgain: 6 })
   })
 })

@@ -107,3 +107,95 @@ describe('a run of the admission bench (real sockets, batch from a worker thread
     }
   })
 })
+
+/** Refuses each interactive request's first attempt with `retry-after-ms: waitMs`, admits the next. */
+async function refuseOnce(waitMs: number): Promise<string> {
+  const attempts = new Map<string, number>()
+  server = createServer((req, res) => {
+    if (req.url !== '/v1/chat/completions') {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify(STATS))
+      return
+    }
+    let body = ''
+    req.on('data', (c: Buffer) => {
+      body += c
+    })
+    req.on('end', () => {
+      const prompt = (JSON.parse(body) as { messages: { content: string }[] }).messages[0]?.content ?? ''
+      const n = (attempts.get(prompt) ?? 0) + 1
+      attempts.set(prompt, n)
+      if (n === 1) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after-ms': String(waitMs) })
+        res.end('{"error":{"message":"refused"}}')
+        return
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.end('data: {"choices":[{"index":0,"delta":{"content":"t"}}]}\n\ndata: [DONE]\n\n')
+    })
+  })
+  await new Promise<void>((r) => server?.listen(0, '127.0.0.1', r))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+const level = (arrivals: Arrival[]): Segment => ({
+  name: 'level',
+  measured: true,
+  settleMs: 50,
+  measureMs: 600,
+  tailMs: 300,
+  arrivals,
+})
+
+const run1 = (url: string, seg: Segment) =>
+  runSegments({
+    url,
+    model: 'm',
+    tag: 'retry',
+    scale: 1,
+    segments: [seg],
+    probes: { simStatsUrl: url },
+    log: () => {},
+    label: 'test',
+  })
+
+describe('Retry-After measured at the client', () => {
+  it('sends a refusal in the window again after its Retry-After, the next after half of it, spaced', async () => {
+    const url = await refuseOnce(120)
+    const run = await run1(
+      url,
+      level([
+        arrival('interactive', 0, 10), // before the window: not sent again
+        arrival('interactive', 1, 100), // in it: after its Retry-After
+        arrival('interactive', 2, 150), // within RETRY_SPACING_MS of that retry: not sent again
+        arrival('interactive', 3, 400), // after half of its Retry-After
+      ]),
+    )
+    const seg = run.segments[0]!
+    expect(seg.outcomes.filter((o) => o.status === 503)).toHaveLength(4)
+    expect(seg.outcomes.every((o) => o.retryAfterMs === 120)).toBe(true)
+    expect(seg.retries.map((r) => [r.arm, r.outcome.arrival.seq, r.outcome.status])).toEqual([
+      ['at', 1, 200],
+      ['half', 3, 200],
+    ])
+    for (const r of seg.retries) {
+      const original = seg.outcomes.find((o) => o.arrival.seq === r.outcome.arrival.seq)!
+      // the same request (the server admitted it as a second attempt), sent its wait after the refusal came back
+      expect(r.outcome.arrival).toBe(original.arrival)
+      expect(r.outcome.sentMs - (original.headersMs as number)).toBeGreaterThanOrEqual(
+        (r.arm === 'at' ? 120 : 60) - 2,
+      )
+      expect(r.outcome.tokenMs).toHaveLength(1)
+    }
+    expect(seg.retryBeyondLevel).toBe(0)
+  })
+
+  it("does not send again a refusal whose wait runs past its level's end; counts it", async () => {
+    const url = await refuseOnce(5_000)
+    const run = await run1(url, level([arrival('interactive', 0, 100)]))
+    const seg = run.segments[0]!
+    expect(seg.outcomes.map((o) => o.status)).toEqual([503])
+    expect(seg.retries).toEqual([])
+    expect(seg.retryBeyondLevel).toBe(1)
+  })
+})
