@@ -449,13 +449,13 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
     if (r.arrival.atMs < w.fromMs || r.arrival.atMs >= w.toMs) return
     const now = performance.now() - t0
     if (now - p.lastRetryMs < RETRY_SPACING_MS) return
-    const arm = p.retries.length % 2 === 0 ? 'at' : 'half'
-    const delay = arm === 'at' ? r.retryAfterMs : r.retryAfterMs / 2
-    if (now + delay > w.judgeUntilMs * s) {
+    // both arms from the same refusals: those whose whole wait ends within the level
+    if (now + r.retryAfterMs > w.judgeUntilMs * s) {
       p.retryBeyondLevel++
       return
     }
-    const retried = again(delay)
+    const arm = p.retries.length % 2 === 0 ? 'at' : 'half'
+    const retried = again(arm === 'at' ? r.retryAfterMs : r.retryAfterMs / 2)
     if (retried === undefined) return
     p.lastRetryMs = now
     const retryAfterMs = r.retryAfterMs

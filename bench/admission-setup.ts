@@ -119,7 +119,8 @@ export function setupSection(report: Report, f: SetupFacts): void {
       `\`retry-after-ms\` (the gateway's) is sent again, the same request, after that wait (as the \`openai\``,
       'client does) or, every other one, after half of it, at most one every ' +
         `${RETRY_SPACING_MS} ms wall (a few per window, not every refused client's return: the generic`,
-      "proxies' runs have none) and only where it comes back within its level (before the tail's end). A retry",
+      "proxies' runs have none) and only where its whole wait ends within its level (before the tail's end;",
+      'both kinds drawn from the same refusals, so the half waits are not the shorter ones). A retry',
       'is judged on everything it streamed until the run is cut off; retries count in no other figure. If the',
       "gateway's wait is honest, most retries after it are admitted and meet their objectives; if it is too long,",
       'the retries after half of it fare as well.',

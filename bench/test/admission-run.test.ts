@@ -190,12 +190,14 @@ describe('Retry-After measured at the client', () => {
     expect(seg.retryBeyondLevel).toBe(0)
   })
 
-  it("does not send again a refusal whose wait runs past its level's end; counts it", async () => {
-    const url = await refuseOnce(5_000)
-    const run = await run1(url, level([arrival('interactive', 0, 100)]))
+  it("does not send again a refusal whose wait runs past its level's end, in either arm; counts it", async () => {
+    // the level ends 950 ms from its start: a wait of 700 ms fits from 100 ms, not from 400 ms,
+    // though half of it would (both arms draw from the same refusals)
+    const url = await refuseOnce(700)
+    const run = await run1(url, level([arrival('interactive', 0, 100), arrival('interactive', 1, 400)]))
     const seg = run.segments[0]!
-    expect(seg.outcomes.map((o) => o.status)).toEqual([503])
-    expect(seg.retries).toEqual([])
+    expect(seg.outcomes.map((o) => o.status)).toEqual([503, 503])
+    expect(seg.retries.map((r) => [r.arm, r.outcome.arrival.seq])).toEqual([['at', 0]])
     expect(seg.retryBeyondLevel).toBe(1)
   })
 })
