@@ -42,16 +42,19 @@ function setup(per1k: number | undefined) {
   })
   const pool = new FakePool('main', ['m'])
   const admission = new Admission(config, fakeBackends(pool), new ManualClock(1000))
-  const request = (promptTokens: number) => {
-    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
-    t.model = 'm'
-    t.generation = true
-    t.requestedClass = 'chat'
-    t.promptTokens = promptTokens
-    t.expectedOutputTokens = 16
-    return { ticket: t, body: { model: 'm', messages: [] }, pool }
-  }
+  const request = (promptTokens: number) => chatRequest(pool, promptTokens)
   return { config, admission, request }
+}
+
+/** A request of class `chat` for model `m`, of `promptTokens` and 16 output tokens, as parse leaves it. */
+function chatRequest(pool: FakePool, promptTokens: number) {
+  const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
+  t.model = 'm'
+  t.generation = true
+  t.requestedClass = 'chat'
+  t.promptTokens = promptTokens
+  t.expectedOutputTokens = 16
+  return { ticket: t, body: { model: 'm', messages: [] }, pool }
 }
 
 describe('length-aware TTFT objectives', () => {
@@ -176,13 +179,9 @@ describe('length-aware objectives across pools', () => {
     const smallPerToken = smallPa.estimator.msPerPromptToken()
     expect(smallPerToken).toBeLessThan(mainPerToken / 2)
 
-    const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
-    t.model = 'm'
-    t.generation = true
-    t.requestedClass = 'chat'
-    t.promptTokens = 2000
-    t.expectedOutputTokens = 16
-    const d = admission.decide({ ticket: t, body: { model: 'm', messages: [] }, pool: main })
+    const input = chatRequest(main, 2000)
+    const t = input.ticket
+    const d = admission.decide(input)
     expect(d.kind).toBe('admit')
     if (d.kind !== 'admit') return
     expect(d.poolAdmission).toBe(smallPa)
