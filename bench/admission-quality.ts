@@ -40,7 +40,7 @@ export interface RetryQuality {
   /** Sent again after the refusal's Retry-After, and after half of it. */
   readonly at: RetryTally
   readonly half: RetryTally
-  /** Refusals whose Retry-After ran past the level's end: not sent again. */
+  /** Refusals the spacing allowed a retry for whose Retry-After ran past the level's end: not sent again. */
   readonly beyondLevel: number
   /** The Retry-After of every refusal in the window that had one, model ms (NaN: none). */
   readonly retryAfterP50Ms: number

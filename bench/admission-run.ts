@@ -107,7 +107,7 @@ export interface SegmentResult {
   readonly controlP99Ms: number
   /** Refusals in the window sent again after their Retry-After, or half of it (RETRY_SPACING_MS apart). */
   readonly retries: readonly Retried[]
-  /** Refusals in the window with a Retry-After that would have come back after this level's end: not sent again. */
+  /** Refusals the spacing allowed a retry for whose wait would end after this level: not sent again. */
   readonly retryBeyondLevel: number
 }
 
