@@ -44,6 +44,13 @@ export interface Outcome {
   gatewayMs?: number
 }
 
+/** A refusal: 429 or 503 (queue_timeout and a proxy's own 503 included). */
+export const isRefusal = (o: Outcome) => o.status === 503 || o.status === 429
+
+/** It arrived (by its schedule, model ms) within `w`'s measured window: it is judged there. */
+export const arrivedIn = (o: Outcome, w: { readonly fromMs: number; readonly toMs: number }) =>
+  o.arrival.atMs >= w.fromMs && o.arrival.atMs < w.toMs
+
 /**
  * When each request goes on the wire: undici publishes the moment it writes a request's headers
  * (after connecting, if it had to). A refusal's wait at the client splits into the client's own

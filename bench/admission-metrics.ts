@@ -18,7 +18,7 @@
  */
 
 import { percentile, sorted } from '../src/loadgen/report.js'
-import type { Outcome } from './admission-client.js'
+import { arrivedIn, isRefusal, type Outcome } from './admission-client.js'
 import type { SegmentResult, Snapshot, Window } from './admission-run.js'
 import type { BenchClass } from './admission-workload.js'
 
@@ -196,9 +196,7 @@ export function classMetrics(
   scale: number,
 ): ClassMetrics {
   const w: Window = seg.window
-  const judged = seg.outcomes.filter(
-    (o) => o.arrival.cls === cls && o.arrival.atMs >= w.fromMs && o.arrival.atMs < w.toMs,
-  )
+  const judged = seg.outcomes.filter((o) => o.arrival.cls === cls && arrivedIn(o, w))
   const winFrom = w.fromMs * scale
   const winTo = w.toMs * scale
   const until = w.judgeUntilMs * scale
@@ -220,7 +218,7 @@ export function classMetrics(
   let openBeforeFirst = 0
   let openStreaming = 0
   for (const o of judged) {
-    if (o.status === 503 || o.status === 429) {
+    if (isRefusal(o)) {
       const r = o.rejectReason ?? `status_${o.status}`
       rejectedBy[r] = (rejectedBy[r] ?? 0) + 1
       continue

@@ -7,7 +7,7 @@
  */
 import { percentile, sorted } from '../src/loadgen/report.js'
 import { PROMPT_LENGTH_BUCKETS, promptLengthBucket } from '../src/telemetry/length-buckets.js'
-import type { Outcome } from './admission-client.js'
+import { arrivedIn, type Outcome, isRefusal as refused } from './admission-client.js'
 import { type ClassSlo, judge } from './admission-metrics.js'
 import type { Retried, SegmentResult } from './admission-run.js'
 
@@ -84,14 +84,10 @@ export interface Quality {
   readonly retries: RetryQuality
 }
 
-const refused = (o: Outcome) => o.status === 503 || o.status === 429
-
 /** Interactive requests judged in the segment's window (arrivals in it). */
 export function judgedInteractive(seg: SegmentResult): Outcome[] {
   const w = seg.window
-  return seg.outcomes.filter(
-    (o) => o.arrival.cls === 'interactive' && o.arrival.atMs >= w.fromMs && o.arrival.atMs < w.toMs,
-  )
+  return seg.outcomes.filter((o) => o.arrival.cls === 'interactive' && arrivedIn(o, w))
 }
 
 function p99(values: number[]): number {

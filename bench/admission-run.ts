@@ -18,7 +18,7 @@ import { Worker } from 'node:worker_threads'
 import { Pool, request } from 'undici'
 import { parsePromText } from '../src/backends/prom-text.js'
 import type { BatchWorkerData, BatchWorkerMessage, BatchWorkerStart } from './admission-batch-worker.js'
-import type { Outcome } from './admission-client.js'
+import { arrivedIn, isRefusal, type Outcome } from './admission-client.js'
 import { playSchedule, type Scheduled, type Sent } from './admission-sender.js'
 import type { Arrival } from './admission-workload.js'
 
@@ -147,7 +147,7 @@ export async function simStats(url: string): Promise<SimStats> {
 }
 
 /** How often the control is probed in a measured window, wall ms (one probe open at a time). */
-const CONTROL_EVERY_MS = 20
+export const CONTROL_EVERY_MS = 20
 /** A probe's body: the size of a short chat request (the control reads it, as the gateway reads a prompt). */
 const CONTROL_BODY = JSON.stringify({
   model: 'control',
@@ -445,8 +445,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
     const p = placed[seg]
     const w = p?.window
     if (p === undefined || w === undefined || r.retryAfterMs === undefined) return
-    if (r.arrival.cls !== 'interactive' || (r.status !== 503 && r.status !== 429)) return
-    if (r.arrival.atMs < w.fromMs || r.arrival.atMs >= w.toMs) return
+    if (r.arrival.cls !== 'interactive' || !isRefusal(r) || !arrivedIn(r, w)) return
     const now = performance.now() - t0
     if (now - p.lastRetryMs < RETRY_SPACING_MS) return
     // both arms from the same refusals: those whose whole wait ends within the level

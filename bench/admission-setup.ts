@@ -8,7 +8,7 @@ import { type CapacityFacts, engineWorkMsPerS, heldCapacity, type SloCapacity } 
 import { gatewayConfig } from './admission-child.js'
 import type { BenchFile } from './admission-config.js'
 import { pct } from './admission-report.js'
-import { RETRY_SPACING_MS } from './admission-run.js'
+import { CONTROL_EVERY_MS, RETRY_SPACING_MS } from './admission-run.js'
 import { type LengthMix, lognormalParams, sampleMean } from './admission-workload.js'
 
 export interface SetupFacts {
@@ -112,7 +112,7 @@ export function setupSection(report: Report, f: SetupFacts): void {
       "connection (the load generator's dispatch and connect left out), how many opened a connection first",
       'and their p99 (the gateway accepts a connection in one turn of its event loop and reads it in the next),',
       "and both processes' event-loop delay p99 in the window: what a response waits behind at each end;",
-      'and a control: in the same window the interactive thread also sends a ~1 KB POST every 20 ms to a',
+      `and a control: in the same window the interactive thread also sends a ~1 KB POST every ${CONTROL_EVERY_MS} ms to a`,
       'Node server (a process of its own, bench/admission-child.ts `control`) that reads the body and answers',
       '503 at once, so its p99 is what a refusal takes on this machine under this load with no gateway work.',
       "Retry-After, measured at the client: an interactive refusal in a level's window that carries a",
