@@ -5,10 +5,10 @@ import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
 import { errorHeaders } from '../../../src/errors.js'
 import { Ticket } from '../../../src/ticket.js'
-import { FakePool, fakeBackends } from './fake-pool.js'
+import { FakePool, fakeBackends, twoPoolAdmission } from './fake-pool.js'
 
 function setup() {
-  const config = configSchema.parse({
+  return twoPoolAdmission({
     classes: {
       strict: { priority: 0, slo: { ttft_ms: 500 }, max_kv_usage: 0.8, reject_on_ttft: true },
       interactive: {
@@ -19,18 +19,7 @@ function setup() {
         ],
       },
     },
-    backends: {
-      pools: [
-        { name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] },
-        { name: 'small', models: ['s'], endpoints: ['http://127.0.0.1:2'] },
-      ],
-    },
   })
-  const main = new FakePool('main', ['m'])
-  const small = new FakePool('small', ['s'])
-  const clock = new ManualClock(1000)
-  const admission = new Admission(config, fakeBackends(main, small), clock)
-  return { admission, main, small, clock, config }
 }
 
 function input(main: FakePool, extra: Record<string, unknown> = {}, priority?: string) {

@@ -3,6 +3,7 @@
  * fixed number of slots; acquire() honours the headroom gate like the real pool.
  */
 
+import { Admission } from '../../../src/admission/admission.js'
 import { EndpointGates } from '../../../src/admission/gate.js'
 import { EndpointPrefixCache } from '../../../src/backends/endpoint-prefix-cache.js'
 import type { EngineFactsView } from '../../../src/backends/engine-facts.js'
@@ -154,4 +155,25 @@ export function chatTicket(
   t.promptMessages = size.messages
   t.promptTokens = tokens.estimate(body.model, size.chars, size.messages)
   return t
+}
+
+/**
+ * Admission over two fake pools, `main` (model m) and `small` (model s, what a
+ * `fallback_model` step moves to), with the config's other sections from `raw`.
+ */
+export function twoPoolAdmission(raw: Record<string, unknown>) {
+  const config = configSchema.parse({
+    ...raw,
+    backends: {
+      pools: [
+        { name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] },
+        { name: 'small', models: ['s'], endpoints: ['http://127.0.0.1:2'] },
+      ],
+    },
+  })
+  const main = new FakePool('main', ['m'])
+  const small = new FakePool('small', ['s'])
+  const clock = new ManualClock(1000)
+  const admission = new Admission(config, fakeBackends(main, small), clock)
+  return { admission, main, small, clock, config }
 }

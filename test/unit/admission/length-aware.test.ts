@@ -16,7 +16,7 @@ import { lengthAwareTtftMs, objectivesOf } from '../../../src/objectives.js'
 import { verdictOf } from '../../../src/telemetry/verdict.js'
 import { Ticket } from '../../../src/ticket.js'
 import { ticket as finished } from '../telemetry/fixtures.js'
-import { FakePool, fakeBackends } from './fake-pool.js'
+import { FakePool, fakeBackends, twoPoolAdmission } from './fake-pool.js'
 
 /**
  * Margin 0.5: admitted when predicted <= half the request's objective. The estimator's
@@ -149,7 +149,7 @@ describe('length-aware TTFT objectives', () => {
 
 describe('length-aware objectives across pools', () => {
   it('a request the ladder moves to another pool is queued by that pool’s prefill rate, not the first pool’s', () => {
-    const config = configSchema.parse({
+    const { admission, main, small } = twoPoolAdmission({
       classes: {
         chat: {
           priority: 0,
@@ -160,17 +160,8 @@ describe('length-aware objectives across pools', () => {
         },
       },
       admission: { margin: 0.1, ttft_miss_target: 0 },
-      backends: {
-        pools: [
-          { name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] },
-          { name: 'small', models: ['s'], endpoints: ['http://127.0.0.1:2'] },
-        ],
-      },
     })
-    const main = new FakePool('main', ['m'])
-    const small = new FakePool('small', ['s'])
     main.load = { ...main.load, waiting: 100 } // main cannot meet it: the ladder falls back to small
-    const admission = new Admission(config, fakeBackends(main, small), new ManualClock(1000))
     const mainPa = admission.poolAdmission(main)
     const smallPa = admission.poolAdmission(small)
     // the small model prefills four times faster than the shipped prior the main pool runs on
