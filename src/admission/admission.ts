@@ -216,9 +216,9 @@ export class Admission implements AdmissionControl {
       if (!applyStep(req, step, { route: (m) => this.backends.route(m) })) return 'skipped'
       const before = pa
       pa = this.poolAdmission(req.pool)
-      if (pa !== before)
-        blocks = this.blocksFor(pa, t, body) // another pool cuts its own blocks
-        // another pool prefills at its own rate: a length-aware objective's budget and queue order say so
+      // another pool cuts its own blocks, and prefills at its own rate: a length-aware
+      // objective's budget and queue order say so
+      if (pa !== before) blocks = this.blocksFor(pa, t, body)
       ;({ budget, order } = admitBy(pa, t, className, objectives))
       kvTokens = promptTokens + req.choices * req.expectedOutput
       pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
