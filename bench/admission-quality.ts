@@ -7,7 +7,7 @@
  */
 import { percentile, sorted } from '../src/loadgen/report.js'
 import { PROMPT_LENGTH_BUCKETS, promptLengthBucket } from '../src/telemetry/length-buckets.js'
-import { arrivedIn, type Outcome, isRefusal as refused } from './admission-client.js'
+import { arrivedIn, isRefusal, type Outcome } from './admission-client.js'
 import { type ClassSlo, judge } from './admission-metrics.js'
 import type { Retried, SegmentResult } from './admission-run.js'
 
@@ -99,7 +99,7 @@ export function bucketRefusals(judged: readonly Outcome[]): BucketRefusals[] {
   for (const b of PROMPT_LENGTH_BUCKETS) {
     const inBucket = judged.filter((o) => promptLengthBucket(o.arrival.promptTokens) === b.label)
     if (inBucket.length === 0) continue
-    const n = inBucket.filter(refused).length
+    const n = inBucket.filter(isRefusal).length
     out.push({ bucket: b.label, offered: inBucket.length, refused: n, rate: n / inBucket.length })
   }
   return out
@@ -134,12 +134,12 @@ export function retryQuality(seg: SegmentResult, slo: ClassSlo, scale: number): 
       admitted: admitted.length,
       // a retry is judged on all it streamed until the run's cut-off, not at its level's horizon
       met: admitted.filter((o) => judge(o, slo, scale, Number.POSITIVE_INFINITY).good).length,
-      refusedAgain: mine.filter(refused).length,
+      refusedAgain: mine.filter(isRefusal).length,
     }
   }
   const waits = sorted(
     judgedInteractive(seg).flatMap((o) =>
-      refused(o) && o.retryAfterMs !== undefined ? [o.retryAfterMs / scale] : [],
+      isRefusal(o) && o.retryAfterMs !== undefined ? [o.retryAfterMs / scale] : [],
     ),
   )
   return {
@@ -156,14 +156,14 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
   const judged = judgedInteractive(seg)
   const until = seg.window.judgeUntilMs * scale
   const latency = (o: Outcome) => ((o.headersMs ?? o.sentMs) - o.sentMs) / scale
-  const refusals = judged.filter(refused)
+  const refusals = judged.filter(isRefusal)
   const early = refusals.filter((o) => o.rejectReason !== 'queue_timeout')
   const queueTimeouts = refusals.length - early.length
   const atArrival = early.filter((o) => o.queueMs === undefined)
   const onNew = atArrival.filter((o) => o.newConnection === true)
   const fromQueue = early.filter((o) => o.queueMs !== undefined)
   const admitted = judged.filter(
-    (o) => !refused(o) && o.error === undefined && (o.status === 200 || o.status === 0),
+    (o) => !isRefusal(o) && o.error === undefined && (o.status === 200 || o.status === 0),
   )
   const tally = new Map<string, { count: number; metSlo: number }>()
   for (const o of admitted) {

@@ -154,15 +154,13 @@ async function main(): Promise<void> {
         children,
         keep: (path, r) => {
           if (values.raw === undefined) return
+          const where = `${wl.name}/${path}`
           for (const [i, seg] of r.segments.entries()) {
-            for (const o of seg.outcomes)
-              raw.push(JSON.stringify(outcomeLine(`${wl.name}/${path}`, `${i}:${seg.segment.name}`, o)))
+            const segment = `${i}:${seg.segment.name}`
+            for (const o of seg.outcomes) raw.push(JSON.stringify(outcomeLine(where, segment, o)))
             for (const { arm, retryAfterMs, outcome } of seg.retries)
               raw.push(
-                JSON.stringify({
-                  ...outcomeLine(`${wl.name}/${path}`, `${i}:${seg.segment.name}`, outcome),
-                  retry: { arm, retryAfterMs },
-                }),
+                JSON.stringify({ ...outcomeLine(where, segment, outcome), retry: { arm, retryAfterMs } }),
               )
           }
         },
