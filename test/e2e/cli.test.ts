@@ -281,6 +281,12 @@ describe('graceful shutdown', () => {
       'server.admin_host=127.0.0.1',
       '--set',
       'server.shutdown_grace_ms=10000',
+      // The fake upstream sends a token every 100 ms, over the default 50 ms TPOT objective:
+      // once the gateway has seen those gaps, its decode guard (rightly) holds and refuses new
+      // streams, and requests that arrived late (a loaded CI machine) were refused. This test
+      // is about the drain, so the objective is one that upstream meets.
+      '--set',
+      'classes.interactive.slo.tpot_ms=1000',
     ])
     const listening = await p.waitForLog((l) => typeof l.port === 'number' && typeof l.adminPort === 'number')
     const base = `http://127.0.0.1:${listening.port}`
