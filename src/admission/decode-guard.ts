@@ -31,6 +31,14 @@
  * refused. The decaying mean weighs the long step against the short ones before it and opens
  * after a few short ones.
  *
+ * A limit the engine cannot reach is let go: where one or two sequences already decode at or
+ * over it (the endpoint's least step, engine-facts.ts), holding new streams cannot bring the
+ * ITL under it, and the guard would only serialise the endpoint: before this, a server that
+ * gives 100 ms a token at any batch size had its streams held one after another, and most
+ * requests were refused after a predicted wait for an opening that never came. Admission
+ * warns of such an objective (tpot-reachable.ts); prediction and headroom still bound what
+ * is sent there, and a tighter limit of a class above still binds.
+ *
  * A class below keeps headroom under the objectives above it while a class above is active
  * (`headroomBelow`, admission.decode_headroom_below): it gets a TPOT objective of its own,
  * the tightest above x (1 - headroomBelow), with a margin learned from its own streams like
@@ -72,6 +80,8 @@ export interface ItlWindow {
   readonly meanMs: number
   /** Gaps it averaged. */
   readonly gaps: number
+  /** About how many streams decoded through it: its gaps' sum over its length. */
+  readonly streams: number
 }
 
 /** Where an endpoint's decaying ITL mean is now, for a forecast of when the guard opens (dispatch-forecast.ts). */
@@ -120,6 +130,8 @@ class ItlMeter {
   sum = 0
   n = 0
   start: number
+  /** The length of the window `record` last closed, ms. */
+  private closedMs = 0
 
   constructor(now: number) {
     this.at = now
@@ -148,13 +160,14 @@ class ItlMeter {
     this.sum += gapMs
     this.n++
     if (now - this.start < tauMs) return false
+    this.closedMs = now - this.start
     this.start = now
     return true
   }
 
-  /** Closes the window now open: its mean and gaps. */
+  /** Closes the window now open: its mean, gaps and streams. */
   closeWindow(): ItlWindow {
-    const w = { meanMs: this.sum / this.n, gaps: this.n }
+    const w = { meanMs: this.sum / this.n, gaps: this.n, streams: this.sum / this.closedMs }
     this.sum = 0
     this.n = 0
     return w
@@ -218,16 +231,21 @@ export class DecodeGuard {
 
   /**
    * The ITL under which `className` may add to a batch: the tightest TPOT x (1 - margin) at or
-   * above it, and its objective below them while one of them is active.
+   * above it, and its objective below them while one of them is active; of those, only the
+   * ones above `leastStepMs` (the endpoint's least step, when measured: see the header).
    */
-  limitMs(className: string): number {
+  limitMs(className: string, leastStepMs = 0): number {
+    const within = (o: Objective) => {
+      const l = limitOf(o)
+      return l > leastStepMs ? l : Number.POSITIVE_INFINITY
+    }
     let limit = Number.POSITIVE_INFINITY
     for (const name of this.bindingFor.get(className) ?? []) {
       const o = this.objectives.get(name)
-      if (o !== undefined) limit = Math.min(limit, limitOf(o))
+      if (o !== undefined) limit = Math.min(limit, within(o))
     }
     const b = this.below(className)
-    return b === undefined ? limit : Math.min(limit, limitOf(b))
+    return b === undefined ? limit : Math.min(limit, within(b))
   }
 
   /**
@@ -300,18 +318,18 @@ export class DecodeGuard {
    * shorter than the limit, the mean reaches it tau x ln(mean / limit) after the last gap
    * (and with no gap at all, the endpoint is not held two time constants after it).
    */
-  reopenInMs(endpoint: string, className: string): number {
+  reopenInMs(endpoint: string, className: string, leastStepMs?: number): number {
     const m = this.meters.get(endpoint)
     const now = this.clock.now()
     const itl = m?.meanAt(now, this.tauMs)
-    const limit = this.limitMs(className)
+    const limit = this.limitMs(className, leastStepMs)
     if (m === undefined || itl === undefined || itl <= limit) return 0
     const afterLastGap = this.tauMs * Math.min(2, Math.log(itl / limit))
     return Math.max(0, m.at + afterLastGap - now)
   }
 
   /** The guard of `endpoint` for `className` as a forecast needs it (undefined: never measured there). */
-  window(className: string, endpoint: string): GuardWindow | undefined {
+  window(className: string, endpoint: string, leastStepMs?: number): GuardWindow | undefined {
     const m = this.meters.get(endpoint)
     if (m === undefined) return undefined
     const decay = m.decayTo(this.clock.now(), this.tauMs)
@@ -319,14 +337,14 @@ export class DecodeGuard {
       tauMs: this.tauMs,
       sumMs: m.decayed.sumMs * decay,
       gaps: m.decayed.gaps * decay,
-      limitMs: this.limitMs(className),
-      open: this.allows(className, endpoint),
+      limitMs: this.limitMs(className, leastStepMs),
+      open: this.allows(className, endpoint, leastStepMs),
     }
   }
 
-  /** True when `className` may add a request to `endpoint`'s running batch now. */
-  allows(className: string, endpoint: string): boolean {
-    const limit = this.limitMs(className)
+  /** True when `className` may add a request to `endpoint`'s running batch now (`leastStepMs`: the endpoint's, when measured). */
+  allows(className: string, endpoint: string, leastStepMs?: number): boolean {
+    const limit = this.limitMs(className, leastStepMs)
     if (limit === Number.POSITIVE_INFINITY) return true
     const itl = this.itl(endpoint)
     return itl === undefined || itl <= limit

@@ -40,6 +40,9 @@ export interface GateOptions {
 
 const GATE_DEFAULTS: GateOptions = {}
 
+/** The endpoint's least step, ms, when measured (the decode guard lets go of limits under it). */
+const leastStepOf = (v: EndpointView): number | undefined => v.facts?.leastStepMs()?.value
+
 export type { Phase, StepMark }
 
 const NO_ENDS: readonly RunningEnd[] = []
@@ -149,7 +152,7 @@ export class EndpointGates {
       const tokens = computeAt?.(v) ?? promptTokens
       const budget = this.budget(v).tokens * this.share(className, limits, pastGuard)
       if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) return false
-      if (!pastGuard && !this.guard.allows(className, v.name)) return false
+      if (!pastGuard && !this.guard.allows(className, v.name, leastStepOf(v))) return false
       if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) return false
       // last: the only gate that walks the ledger's prompts
       return pastGuard || !keepPromises || !this.breaksPromise(v.name, tokens, priority)
@@ -194,7 +197,7 @@ export class EndpointGates {
     if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) {
       ms = this.prefilling.roomInMs(v.name, tokens, budget, this.clock.now())
     }
-    ms = Math.max(ms, this.guard.reopenInMs(v.name, className)) // 0 while it allows
+    ms = Math.max(ms, this.guard.reopenInMs(v.name, className, leastStepOf(v))) // 0 while it allows
     if (this.breaksPromise(v.name, tokens, this.priorityOf(className)))
       ms = Math.max(ms, this.phase(v.name).residualMs)
     if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) {
@@ -287,7 +290,7 @@ export class EndpointGates {
         decodes: tl.decoding,
         contextTokens: tl.contextTokens,
         budgetTokens: this.budget(v).tokens * share,
-        guard: this.guard.window(className, v.name),
+        guard: this.guard.window(className, v.name, leastStepOf(v)),
         openNow: open(v),
         slots,
         kvFree,

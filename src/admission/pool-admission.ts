@@ -243,7 +243,7 @@ export class PoolAdmission {
   /** A gap between two tokens of a stream from `endpoint` (the decode guard's input, and its step time's). */
   observeGap(endpoint: Endpoint, stream: StepMark, gapMs: number, now: number): void {
     const window = this.gates.observeGap(endpoint.name, stream, gapMs, now)
-    if (window !== undefined) endpoint.facts?.observeStepWindow(window.meanMs, window.gaps)
+    if (window !== undefined) endpoint.facts?.observeStepWindow(window.meanMs, window.gaps, window.streams)
   }
 
   private start(w: Waiting, lease: Lease, queuedMs: number): AdmittedLease {

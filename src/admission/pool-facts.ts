@@ -43,7 +43,7 @@ export class PoolFacts {
   leastStep(): Fact {
     let best: Fact | undefined
     for (const e of this.pool.endpoints()) {
-      const s = e.facts?.stepMs()
+      const s = e.facts?.leastStepMs() ?? e.facts?.stepMs()
       if (s !== undefined && (best === undefined || s.value < best.value)) best = s
     }
     return best ?? this.priors.stepMs

@@ -31,6 +31,12 @@
  *   arrive bunched, one long gap then near-zero ones; a window boundary in between leaves
  *   one window long and the next short (the least of the short ones was 10% low on a busy
  *   machine), and the pair holds both.
+ * - `leastStepMs`, one engine step with one or two sequences: the same lower quartile, over the
+ *   windows in which at most SMALL_BATCH streams decoded (a window's gaps summed over its
+ *   length). `stepMs` takes every window, and under a long flood those are all of a full
+ *   batch; this one is what no batch size goes under, so the decode guard lets go of a TPOT
+ *   limit under it (decode-guard.ts) and admission warns of an objective under it
+ *   (tpot-reachable.ts). Undefined until MIN_WINDOWS such windows.
  * - `stepTokens`, the most prompt tokens one step computes (vLLM's max_num_batched_tokens):
  *   `capacity.max_num_batched_tokens`, else the engine's default, raised to the largest step
  *   the engine's iteration-tokens histogram shows (an engine never steps past its budget);
@@ -62,8 +68,13 @@ export interface EngineFactsView {
    * `serverMs` after dispatch; `alone`: no other prompt was pending there or sent after it.
    */
   observePrefill(tokens: number, serverMs: number, alone?: boolean): void
-  /** A window of the endpoint's inter-token gaps closed with this mean, ms, over `gaps` gaps (default 1). */
-  observeStepWindow(meanMs: number, gaps?: number): void
+  /** One engine step with a small batch (one or two sequences), measured; undefined until measured. */
+  leastStepMs(): Fact | undefined
+  /**
+   * A window of the endpoint's inter-token gaps closed with this mean, ms, over `gaps` gaps
+   * (default 1), with about `streams` streams decoding through it (unknown: undefined).
+   */
+  observeStepWindow(meanMs: number, gaps?: number, streams?: number): void
   /** Each fact with its source, for /admin/state. */
   state(): object
 }
@@ -102,6 +113,8 @@ const RING = 32
 const STEP_QUANTILE = 0.25
 /** Windows before the measured step time is trusted. */
 const MIN_WINDOWS = 3
+/** The most streams a window may have decoded for its mean to count as a small batch's step. */
+const SMALL_BATCH = 2
 /** The engine's histograms are read once they hold this many requests. */
 const MIN_ENGINE_REQUESTS = 5
 /** How far the fixed step per request the engine-metric rate takes off may be wrong. */
@@ -152,9 +165,12 @@ export class EngineFacts implements EngineFactsView {
    */
   private slopeCache: { readonly slope: number | undefined; readonly ofLone: boolean } | undefined = undefined
   private sinceFit = 0
-  private readonly windows: { readonly meanMs: number; readonly gaps: number }[] = []
+  private readonly windows: StepWindow[] = []
   /** The step time of `windows`, kept until the next window (stepMs() is read on every dispatch). */
   private step: number | undefined = undefined
+  /** The windows of a small batch (SMALL_BATCH streams at most), and their step time, kept likewise. */
+  private readonly smallWindows: StepWindow[] = []
+  private leastStep: number | undefined = undefined
   private load: BackendLoad | undefined = undefined
   private scrapes = 0
   /** The longest prompt computed alone here, and the scrape count when its first token came. */
@@ -187,12 +203,17 @@ export class EngineFacts implements EngineFactsView {
   }
 
   /** A window of the endpoint's inter-token gaps closed with this mean, ms, over `gaps` gaps. */
-  observeStepWindow(meanMs: number, gaps = 1): void {
+  observeStepWindow(meanMs: number, gaps = 1, streams?: number): void {
     if (!(meanMs > 0) || !(gaps > 0)) return
     this.windows.push({ meanMs, gaps })
     if (this.windows.length > RING) this.windows.shift()
     this.rateCache = undefined // the fixed cost of the ratio is in steps
     this.step = undefined
+    if (streams !== undefined && streams <= SMALL_BATCH) {
+      this.smallWindows.push({ meanMs, gaps })
+      if (this.smallWindows.length > RING) this.smallWindows.shift()
+      this.leastStep = undefined
+    }
   }
 
   prefillTokensPerS(): Fact {
@@ -206,17 +227,14 @@ export class EngineFacts implements EngineFactsView {
 
   stepMs(): Fact {
     if (this.opts.stepMs.source === 'config' || this.windows.length < MIN_WINDOWS) return this.opts.stepMs
-    if (this.step === undefined) {
-      const pairs: number[] = []
-      for (let i = 1; i < this.windows.length; i++) {
-        const a = this.windows[i - 1] as { meanMs: number; gaps: number }
-        const b = this.windows[i] as { meanMs: number; gaps: number }
-        pairs.push((a.meanMs * a.gaps + b.meanMs * b.gaps) / (a.gaps + b.gaps))
-      }
-      const sorted = pairs.sort((a, b) => a - b)
-      this.step = sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0
-    }
+    this.step ??= stepOf(this.windows)
     return { value: this.step, source: 'measured' }
+  }
+
+  leastStepMs(): Fact | undefined {
+    if (this.smallWindows.length < MIN_WINDOWS) return undefined
+    this.leastStep ??= stepOf(this.smallWindows)
+    return { value: this.leastStep, source: 'measured' }
   }
 
   stepTokens(): Fact {
@@ -311,6 +329,7 @@ export class EngineFacts implements EngineFactsView {
     return {
       prefillTokensPerS: show(this.prefillTokensPerS()),
       stepMs: show(this.stepMs(), 2),
+      leastStepMs: show(this.leastStepMs(), 2),
       stepTokens: show(this.stepTokens()),
       kvCapacityTokens: show(this.kvCapacityTokens()),
       blockSize: show(this.blockSize()),
@@ -319,6 +338,23 @@ export class EngineFacts implements EngineFactsView {
       stepWindows: this.windows.length,
     }
   }
+}
+
+interface StepWindow {
+  readonly meanMs: number
+  readonly gaps: number
+}
+
+/** The lower quartile of the mean gap of each two consecutive windows (the step time; see the header). */
+function stepOf(windows: readonly StepWindow[]): number {
+  const pairs: number[] = []
+  for (let i = 1; i < windows.length; i++) {
+    const a = windows[i - 1] as StepWindow
+    const b = windows[i] as StepWindow
+    pairs.push((a.meanMs * a.gaps + b.meanMs * b.gaps) / (a.gaps + b.gaps))
+  }
+  const sorted = pairs.sort((a, b) => a - b)
+  return sorted[Math.floor((sorted.length - 1) * STEP_QUANTILE)] ?? 0
 }
 
 function plausible(tokensPerS: number): number | undefined {

@@ -96,6 +96,41 @@ describe('DecodeGuard', () => {
     expect(changes).toBe(before + 1)
   })
 
+  it("a window's streams: its gaps' sum over its length", () => {
+    const clock = new ManualClock()
+    const g = new DecodeGuard(classes, 0.1, 200, clock)
+    // three streams on a 20 ms step: three gaps of 20 ms every 20 ms
+    let w: ReturnType<DecodeGuard['observe']>
+    for (let i = 0; i < 30 && w === undefined; i++) {
+      clock.advance(20)
+      for (let s = 0; s < 3; s++) w ??= g.observe('a', 20, clock.now())
+    }
+    expect(w?.meanMs).toBe(20)
+    expect(w?.streams).toBeCloseTo(3, 0)
+  })
+
+  it('lets go of a limit the endpoint cannot reach (its least step at or over it), and of that limit only', () => {
+    const clock = new ManualClock()
+    const three = [...classes, { name: 'bulk', priority: 2, tpotMs: 30 }]
+    const g = new DecodeGuard(three, 0.1, 200, clock, 0, 0.3)
+    g.active = (c) => c === 'interactive'
+    stream(g, clock, 'a', 100, 4) // 100 ms a token
+    expect(g.allows('interactive', 'a')).toBe(false) // no least step known: held as before
+    expect(g.reopenInMs('a', 'interactive')).toBeGreaterThan(0)
+    // one sequence decodes at 100 ms there: no batch size gets under 45
+    expect(g.allows('interactive', 'a', 100)).toBe(true)
+    expect(g.reopenInMs('a', 'interactive', 100)).toBe(0)
+    expect(g.window('interactive', 'a', 100)).toMatchObject({ open: true, limitMs: Number.POSITIVE_INFINITY })
+    expect(g.limitMs('interactive', 100)).toBe(Number.POSITIVE_INFINITY)
+    // a least step of 40: interactive's 45 is reachable and binds; batch's 31.5 and bulk's 27 are not
+    expect(g.limitMs('interactive', 40)).toBeCloseTo(45)
+    expect(g.limitMs('batch', 40)).toBeCloseTo(45)
+    expect(g.limitMs('bulk', 40)).toBeCloseTo(45)
+    expect(g.allows('batch', 'a', 40)).toBe(false) // ITL 100 > 45
+    // a least step under every limit changes nothing
+    expect(g.limitMs('bulk', 10)).toBeCloseTo(27)
+  })
+
   it('forgets an endpoint with no gap for two time constants', () => {
     const clock = new ManualClock()
     const g = new DecodeGuard(classes, 0.1, 200, clock)

@@ -140,6 +140,24 @@ describe('EngineFacts: the step time', () => {
     }
     expect(f.stepMs().value).toBe(20)
   })
+
+  it('the least step: only the windows of one or two streams, none until MIN_WINDOWS of them', () => {
+    const f = facts()
+    // a full batch's windows (30 ms steps, 20 streams) and windows of unknown streams never count
+    for (let i = 0; i < 8; i++) f.observeStepWindow(30, 130, 20)
+    for (let i = 0; i < 8; i++) f.observeStepWindow(30, 130)
+    expect(f.leastStepMs()).toBeUndefined()
+    f.observeStepWindow(12, 17, 1)
+    f.observeStepWindow(12, 17, 1)
+    expect(f.leastStepMs()).toBeUndefined()
+    f.observeStepWindow(12, 34, 2)
+    expect(f.leastStepMs()).toEqual({ value: 12, source: 'measured' })
+    expect(f.stepMs().value).toBe(30) // every window's: the full batch's
+    // 2.5 streams is not a small batch
+    for (let i = 0; i < 8; i++) f.observeStepWindow(40, 50, 2.5)
+    expect(f.leastStepMs()?.value).toBe(12)
+    expect(f.state()).toMatchObject({ leastStepMs: { value: 12, source: 'measured' } })
+  })
 })
 
 describe('EngineFacts: the engine-metric path (vLLM V1 histograms)', () => {
