@@ -200,7 +200,7 @@ export function classMetrics(
   const winFrom = w.fromMs * scale
   const winTo = w.toMs * scale
   const until = w.judgeUntilMs * scale
-  const winSec = (w.toMs - w.fromMs) / 1000
+  const winSec = w.spanMs / 1000
   const rejectedBy: Record<string, number> = {}
   const errorsBy: Record<string, number> = {}
   const ttft: number[] = []

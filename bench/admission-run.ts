@@ -37,6 +37,14 @@ export interface Segment {
 export interface Window {
   readonly fromMs: number
   readonly toMs: number
+  /**
+   * The window's length, ms: the segment's measureMs, the same number on every path. Rates
+   * are divided by this, not by toMs - fromMs: the segments before it differ between paths (a
+   * 30 s cold start before the gateway's, 1 s of warm-up before HAProxy's), and the difference
+   * of the two sums then differs in its last bits, so equal counts gave a ratio of
+   * 0.9999999999999998 and a tie was judged missed (70b at 0.5x: 49 good requests each).
+   */
+  readonly spanMs: number
   /** Streams are judged on what reached the client until here. */
   readonly judgeUntilMs: number
 }
@@ -405,6 +413,7 @@ export async function runSegments(o: RunOptions): Promise<RunResult> {
     const window: Window = {
       fromMs: start + seg.settleMs,
       toMs: start + seg.settleMs + seg.measureMs,
+      spanMs: seg.measureMs,
       judgeUntilMs: start + segmentMs(seg),
     }
     const snap = (ms: number) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Outcome } from '../admission-client.js'
 import { bestHaproxy, haproxyKey, ratioToBest } from '../admission-compare.js'
-import { estimatorError, type SegmentMetrics } from '../admission-metrics.js'
+import { classMetrics, estimatorError, type SegmentMetrics } from '../admission-metrics.js'
 import { longestVsShortest, quality } from '../admission-quality.js'
 import type { LevelResult } from '../admission-report.js'
 import type { SegmentResult } from '../admission-run.js'
@@ -70,6 +70,49 @@ describe("issue 14's targets", () => {
     const wide = targetRows({ ...outcome([], 0.5), steady: estimatorError([0.3, -0.3, 0.1]) })
     expect(wide.find((r) => r.target.startsWith('estimator at the client, steady'))?.hit).toBe(false)
     expect(wide.find((r) => r.target.startsWith('estimator at the client, cold'))?.hit).toBe(true)
+  })
+})
+
+describe('goodput per second of the measured window', () => {
+  it('is the same on every path for the same good requests, whatever came before the window', () => {
+    // a level's window of 40 requests at 2.72 req/s, after HAProxy's 1 s warm-up and after the
+    // gateway's 30 s cold start: (from + m) - from is not m in the last bits, and equal counts
+    // divided by it gave 0.9999999999999998 of each other: a tie judged missed
+    const m = 14706.15268663027
+    const goodputAfter = (leadMs: number) => {
+      const fromMs = leadMs + 1000
+      const outcomes = Array.from({ length: 49 }, (_, i) => ({
+        arrival: {
+          seq: i,
+          cls: 'interactive' as const,
+          atMs: fromMs + i * 100,
+          promptTokens: 100,
+          outputTokens: 3,
+        },
+        dueMs: 0,
+        sentMs: fromMs + i * 100,
+        status: 200,
+        tokenMs: [fromMs + i * 100 + 50, fromMs + i * 100 + 60],
+        cut: false,
+        done: true,
+      }))
+      const seg = {
+        window: { fromMs, toMs: fromMs + m, spanMs: m, judgeUntilMs: fromMs + m + 500 },
+        outcomes,
+      } as unknown as SegmentResult
+      return classMetrics(seg, outcomes, 'interactive', { ttftMs: 500, tpotMs: 50 }, 1).goodputRps
+    }
+    expect(1000 + 1000 + m - (1000 + 1000)).not.toBe(30_000 + 1000 + m - (30_000 + 1000))
+    const haproxy = goodputAfter(1000)
+    expect(haproxy).toBeCloseTo(49 / (m / 1000), 9)
+    expect(goodputAfter(30_000)).toBe(haproxy)
+    const rows = targetRows({
+      name: 'w',
+      levels: [levelOf(0.5, { [haproxyKey(16)]: haproxy, gateway: goodputAfter(30_000) })],
+      cold: estimatorError([]),
+      steady: estimatorError([]),
+    } as unknown as WorkloadOutcome)
+    expect(rows.find((r) => r.target.startsWith('0.5×: goodput'))?.hit).toBe(true)
   })
 })
 
