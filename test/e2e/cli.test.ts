@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request } from 'undici'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { runCli } from '../helpers/cli.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream } from '../helpers/upstream.js'
 
@@ -288,6 +288,10 @@ describe('graceful shutdown', () => {
       '--set',
       'classes.interactive.slo.tpot_ms=1000',
     ])
+    // a failed expectation before the SIGTERM below must not leave the gateway running
+    onTestFinished(() => {
+      if (p.child.exitCode === null) p.child.kill('SIGKILL')
+    })
     const listening = await p.waitForLog((l) => typeof l.port === 'number' && typeof l.adminPort === 'number')
     const base = `http://127.0.0.1:${listening.port}`
     const admin = `http://127.0.0.1:${listening.adminPort}`
