@@ -67,6 +67,12 @@ interface Objective {
 
 const limitOf = (o: Objective) => o.tpotMs * (1 - o.margin.value)
 
+/** `o`'s limit, or none (infinite) when the endpoint's least step is at or over it: no batch size gets under it. */
+const reachableLimit = (o: Objective, leastStepMs: number) => {
+  const l = limitOf(o)
+  return l > leastStepMs ? l : Number.POSITIVE_INFINITY
+}
+
 /** Teaches `o`'s margin a stream's TPOT: always a final one, a partial one only when it already misses. */
 function judge(o: Objective, tpotMs: number, final: boolean): boolean {
   const missed = tpotMs > o.tpotMs
@@ -235,17 +241,13 @@ export class DecodeGuard {
    * ones above `leastStepMs` (the endpoint's least step, when measured: see the header).
    */
   limitMs(className: string, leastStepMs = 0): number {
-    const within = (o: Objective) => {
-      const l = limitOf(o)
-      return l > leastStepMs ? l : Number.POSITIVE_INFINITY
-    }
     let limit = Number.POSITIVE_INFINITY
     for (const name of this.bindingFor.get(className) ?? []) {
       const o = this.objectives.get(name)
-      if (o !== undefined) limit = Math.min(limit, within(o))
+      if (o !== undefined) limit = Math.min(limit, reachableLimit(o, leastStepMs))
     }
     const b = this.below(className)
-    return b === undefined ? limit : Math.min(limit, within(b))
+    return b === undefined ? limit : Math.min(limit, reachableLimit(b, leastStepMs))
   }
 
   /**

@@ -167,10 +167,10 @@ export class EngineFacts implements EngineFactsView {
   private sinceFit = 0
   private readonly windows: StepWindow[] = []
   /** The step time of `windows`, kept until the next window (stepMs() is read on every dispatch). */
-  private step: number | undefined = undefined
+  private step: Fact | undefined = undefined
   /** The windows of a small batch (SMALL_BATCH streams at most), and their step time, kept likewise. */
   private readonly smallWindows: StepWindow[] = []
-  private leastStep: number | undefined = undefined
+  private leastStep: Fact | undefined = undefined
   private load: BackendLoad | undefined = undefined
   private scrapes = 0
   /** The longest prompt computed alone here, and the scrape count when its first token came. */
@@ -227,14 +227,15 @@ export class EngineFacts implements EngineFactsView {
 
   stepMs(): Fact {
     if (this.opts.stepMs.source === 'config' || this.windows.length < MIN_WINDOWS) return this.opts.stepMs
-    this.step ??= stepOf(this.windows)
-    return { value: this.step, source: 'measured' }
+    this.step ??= { value: stepOf(this.windows), source: 'measured' }
+    return this.step
   }
 
   leastStepMs(): Fact | undefined {
     if (this.smallWindows.length < MIN_WINDOWS) return undefined
-    this.leastStep ??= stepOf(this.smallWindows)
-    return { value: this.leastStep, source: 'measured' }
+    // read by the gate for every endpoint a request is checked against: one object per window
+    this.leastStep ??= { value: stepOf(this.smallWindows), source: 'measured' }
+    return this.leastStep
   }
 
   stepTokens(): Fact {
