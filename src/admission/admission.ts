@@ -319,7 +319,7 @@ export class Admission implements AdmissionControl {
   /** After a scrape or a membership change: let every pool dispatch what it can. */
   pumpAll(): void {
     for (const pa of this.pools.values()) {
-      pa.facts.sync(pa.estimator)
+      pa.syncFacts()
       warnUnreachableTpot(pa, this.tpotWarned, this.logger)
       pa.schedulePump()
     }

@@ -254,6 +254,11 @@ export class EndpointGates {
     return this.timeline(endpoint).phase(this.clock.now())
   }
 
+  /** The endpoint's engine facts, as its step model's priors (EngineTimeline.adoptPriors). */
+  adoptStepPriors(endpoint: string, priors: StepPriors): void {
+    this.timeline(endpoint).adoptPriors(priors)
+  }
+
   /** The endpoint's engine timeline (created on first use, from the pool's priors). */
   timeline(endpoint: string): EngineTimeline {
     let tl = this.timelines.get(endpoint)

@@ -295,8 +295,13 @@ export class PoolAdmission {
     if (w.ticket.firstTokenAt !== undefined)
       this.gates.decoderLeft(endpoint, w.promptTokens + w.ticket.contentChunks)
     learnFromOutcome(w, this.predictor, this.gates)
-    this.facts.sync(this.estimator)
+    this.syncFacts()
     this.schedulePump()
+  }
+
+  /** The estimator's and the step models' priors from the endpoints' engine facts (pool-facts.ts). */
+  syncFacts(): void {
+    this.facts.sync(this.estimator, this.gates)
   }
 
   /** A dispatched request's prompt was prefilled (its first token, or its end without one). */

@@ -6,6 +6,7 @@
 import type { EstimatorPriorFacts, Fact } from '../backends/engine-facts.js'
 import type { BackendPool } from '../backends/types.js'
 import type { ClassConfig } from '../config/schema.js'
+import type { EndpointGates } from './gate.js'
 import { type UnreachableTpot, unreachableTpot } from './tpot-reachable.js'
 import type { TtftEstimator } from './ttft-estimator.js'
 import type { Waiting } from './waiting.js'
@@ -23,17 +24,21 @@ export class PoolFacts {
   }
 
   /**
-   * The estimator's priors from the endpoints' engine facts (their mean), once they are
-   * learned; after a request ends and after scrapes.
+   * The estimator's priors from the endpoints' engine facts (their mean), and each
+   * endpoint's step model's from its own, once they are learned; after a request ends and
+   * after scrapes.
    */
-  sync(estimator: TtftEstimator): void {
+  sync(estimator: TtftEstimator, gates: EndpointGates): void {
     let step = 0
     let rate = 0
     let n = 0
     for (const e of this.pool.endpoints()) {
       if (e.facts === undefined) continue
-      step += e.facts.stepMs().value
-      rate += e.facts.prefillTokensPerS().value
+      const stepMs = e.facts.stepMs().value
+      const prefillTokensPerS = e.facts.prefillTokensPerS().value
+      gates.adoptStepPriors(e.name, { stepMs, prefillTokensPerS })
+      step += stepMs
+      rate += prefillTokensPerS
       n++
     }
     if (n > 0) estimator.adoptPriors({ stepMs: step / n, prefillTokensPerS: rate / n })

@@ -40,6 +40,15 @@ const PRIOR_PER_SEQ_MS = 0.01
 const PRIOR_PER_1K_CONTEXT_MS = 0.05
 /** A step observed longer than this many times its prediction was not one step (the engine idled, or a step was missed). */
 const OUTLIER_FACTOR = 4
+/**
+ * Steps learned under which the model re-seeds from new priors (the endpoint's engine facts,
+ * once measured), and how far (relative) a prior must move for it. Without it, an engine
+ * more than OUTLIER_FACTOR times slower than the priors (a llama.cpp server on CPU at ~100
+ * ms a step, against the default 15 ms) had every step judged an outlier and never learned,
+ * and the TTFT estimator priced its decode step at 15 ms.
+ */
+const RESEED_BELOW = 8
+const PRIOR_CHANGE = 0.05
 /** Events of one endpoint this close together end the same engine step, ms. */
 export const SAME_STEP_MS = 1
 /**
@@ -58,11 +67,27 @@ export interface StepPriors {
 
 /** The step time model of one engine (see above). */
 export class StepModel {
-  private readonly rls: Rls
+  private rls: Rls
   private samples = 0
+  private priors: StepPriors
 
   constructor(priors: StepPriors) {
+    this.priors = priors
     this.rls = stepRls(priors)
+  }
+
+  /** New priors (the engine's facts): re-seeds the model while it has learned few steps of its own. */
+  adoptPriors(priors: StepPriors): void {
+    if (this.samples >= RESEED_BELOW) return
+    const moved = (a: number, b: number) => Math.abs(a - b) > PRIOR_CHANGE * b
+    if (
+      !moved(priors.stepMs, this.priors.stepMs) &&
+      !moved(priors.prefillTokensPerS, this.priors.prefillTokensPerS)
+    )
+      return
+    this.priors = priors
+    this.rls = stepRls(priors)
+    this.samples = 0
   }
 
   ms(prefillTokens: number, decodes: number, contextTokens: number): number {
@@ -236,6 +261,11 @@ export class EngineTimeline {
     this.decodes = Math.max(0, this.decodes - 1)
     this.context = Math.max(0, this.context - contextTokens)
     if (this.decodes === 0) this.context = 0
+  }
+
+  /** The endpoint's engine facts as priors (StepModel.adoptPriors). */
+  adoptPriors(priors: StepPriors): void {
+    this.model.adoptPriors(priors)
   }
 
   /** Streams decoding here (the gateway's own). */

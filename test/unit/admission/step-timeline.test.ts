@@ -149,4 +149,29 @@ describe('EngineTimeline', () => {
     expect(tl.nextStepMs(0)).toBeGreaterThan(17)
     expect(tl.nextStepMs(0)).toBeLessThan(23)
   })
+
+  it('re-seeds from the engine facts an engine too slow for its priors, whose every step it took for an outlier', () => {
+    const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
+    const stream = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
+    tl.tokenFrom(stream, 0)
+    tl.firstToken(0, 50)
+    let t = 0
+    const steps = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        t += 100 // 100 ms a step: over 4x the 10 ms prior, so not one step by the model
+        tl.tokenFrom(stream, t)
+      }
+    }
+    steps(50)
+    expect(tl.state()).toMatchObject({ stepModel: { steps: 0 } })
+    expect(tl.nextStepMs(0)).toBeLessThan(15)
+    // the endpoint's facts measured its step: the model starts again from them, and learns
+    tl.adoptPriors({ stepMs: 95, prefillTokensPerS: 1_000 })
+    steps(50)
+    expect(tl.nextStepMs(0)).toBeGreaterThan(95)
+    expect(tl.nextStepMs(0)).toBeLessThan(105)
+    // once it has learned steps of its own, new priors do not reset it
+    tl.adoptPriors({ stepMs: 20, prefillTokensPerS: 40_000 })
+    expect(tl.nextStepMs(0)).toBeGreaterThan(95)
+  })
 })
