@@ -278,7 +278,7 @@ export class PoolPredictor {
     const c = this.ttft.get(className)
     const slo = sloMs ?? c?.sloMs
     if (c === undefined || slo === undefined) return undefined
-    const idle = this.estimator.idleServerMs(promptTokens)
+    const idle = this.estimator.leastServerMs(promptTokens)
     return idle > slo ? idle : undefined
   }
 
@@ -326,7 +326,7 @@ export class PoolPredictor {
 
   /**
    * Classes whose TTFT objective no request can meet here: even a one-token prompt on an
-   * idle endpoint is predicted slower (by the estimator's current fit).
+   * idle endpoint is predicted slower (by the estimator's current fit, at most the engine's facts).
    */
   unreachableObjectives(): { class: string; sloMs: number; idleTtftMs: number }[] {
     const out: { class: string; sloMs: number; idleTtftMs: number }[] = []

@@ -39,6 +39,21 @@
  * observations of its own (after that its fit knows better). The pool's dispatch rate D
  * (prompt tokens per ms released from a backlogged queue, measured) prices the honest
  * Retry-After of a refusal: the time for the queue ahead to drain.
+ *
+ * What the fit does not learn: a server time far over its own prediction (OUTLIER_FACTOR
+ * times it, and OUTLIER_STEPS steps over it) while such times are the exception among the
+ * last OUTLIER_WINDOW. The model has no term for a wait at the server that its features do not
+ * see (a server that runs fewer requests at once than it is sent, e.g. a llama.cpp server's
+ * `--parallel` slots when `capacity.max_num_seqs` is not set): a burst of six streams to a
+ * server of four slots taught two waits of 2.3 and 3.7 s for 12-token prompts, α went to
+ * 2.8 s, and every request after was refused as unreachable on an idle server, for good
+ * (a refused request teaches nothing). When most recent times are that far over, the server
+ * has changed, and they are learned.
+ *
+ * The verdict that an objective cannot be met even on an idle server (leastServerMs) is
+ * never worse than the engine's facts: one step and the prompt at the prefill rate. The
+ * fit can only say it is better: a request refused as unreachable is never sent, so a
+ * wrong fit there would never be corrected.
  */
 import type { Clock } from '../clock.js'
 import type { DispatchForecast } from './dispatch-forecast.js'
@@ -98,6 +113,11 @@ const JOINED_ALPHA = 0.05
 export const RESEED_BELOW = 8
 /** A prior that moved by less than this (relative) is not adopted. */
 const PRIOR_CHANGE = 0.05
+/** A server time over OUTLIER_FACTOR x the prediction plus OUTLIER_STEPS steps is an outlier ... */
+const OUTLIER_FACTOR = 3
+const OUTLIER_STEPS = 4
+/** ... not learned while at most half of the last OUTLIER_WINDOW server times were outliers. */
+const OUTLIER_WINDOW = 8
 
 export class TtftEstimator {
   private rls: Rls
@@ -113,6 +133,10 @@ export class TtftEstimator {
   private joinedQueued = 0
   private joinedOnce = 0
   private samples = 0
+  /** Of the last OUTLIER_WINDOW server times, which were outliers (a ring), and the count not learned. */
+  private readonly recentOutliers: boolean[] = []
+  private outlierAt = 0
+  private outliersSkipped = 0
   private meanAbsErr = 0
   private meanErr = 0
 
@@ -152,6 +176,14 @@ export class TtftEstimator {
    */
   idleServerMs(ownTokens: number): number {
     return this.serverMs(this.features(0, ownTokens, this.stepPriorMs))
+  }
+
+  /**
+   * The least server time a request of `ownTokens` can have: the fit's idle server time, at
+   * most what the engine's facts give (one step, and its prompt at the prefill rate).
+   */
+  leastServerMs(ownTokens: number): number {
+    return Math.min(this.idleServerMs(ownTokens), this.stepPriorMs + (1000 * ownTokens) / this.prefillPrior)
   }
 
   /** The server time one more prompt token to compute costs, ms (the fitted slope; 0 at least). */
@@ -235,10 +267,22 @@ export class TtftEstimator {
     else this.joinedOnce += JOINED_ALPHA * (tokens - this.joinedOnce)
   }
 
-  /** Learns the server part from a streamed request: `features` at dispatch, `serverMs` dispatch to first token. */
-  observeServer(features: readonly number[], serverMs: number): void {
+  /**
+   * Learns the server part from a streamed request: `features` at dispatch, `serverMs`
+   * dispatch to first token. False when it was not learned: an outlier among times the
+   * fit predicts (see the top of this file).
+   */
+  observeServer(features: readonly number[], serverMs: number): boolean {
+    const outlier = serverMs > OUTLIER_FACTOR * this.serverMs(features) + OUTLIER_STEPS * this.stepPriorMs
+    this.recentOutliers[this.outlierAt] = outlier
+    this.outlierAt = (this.outlierAt + 1) % OUTLIER_WINDOW
+    if (outlier && 2 * this.recentOutliers.filter(Boolean).length <= this.recentOutliers.length) {
+      this.outliersSkipped++
+      return false
+    }
     this.rls.update(features, Math.max(0, serverMs))
     this.serverSamples++
+    return true
   }
 
   /** Judges a whole prediction against the observed TTFT (arrival to first token). */
@@ -262,6 +306,7 @@ export class TtftEstimator {
       deltaResidual: round(delta ?? 0, 3),
       joinedTokens: { queued: Math.round(this.joinedQueued), atOnce: Math.round(this.joinedOnce) },
       samples: this.samples,
+      outliersNotLearned: this.outliersSkipped,
       meanAbsRelativeError: round(this.meanAbsErr, 3),
       meanRelativeError: round(this.meanErr, 3),
     }

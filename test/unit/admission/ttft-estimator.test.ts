@@ -111,4 +111,39 @@ describe('TtftEstimator', () => {
       0.05,
     )
   })
+
+  it('does not learn a server time far over its prediction while such times are the exception', () => {
+    const e = new TtftEstimator(hints, new ManualClock())
+    const f = e.features(0, 100, 15, 0) // predicted 0.05 x 100 + 15 = 20 ms
+    for (let i = 0; i < 6; i++) expect(e.observeServer(f, 20)).toBe(true)
+    // two requests that waited seconds at the server for a slot the model does not see
+    expect(e.observeServer(f, 2_300)).toBe(false)
+    expect(e.observeServer(f, 3_700)).toBe(false)
+    expect(e.idleServerMs(100)).toBeCloseTo(20, 0)
+    expect(e.state()).toMatchObject({ outliersNotLearned: 2 })
+  })
+
+  it('learns them once most recent server times are that far over: the server changed', () => {
+    const e = new TtftEstimator(hints, new ManualClock())
+    const f = e.features(0, 100, 15, 0)
+    for (let i = 0; i < 8; i++) e.observeServer(f, 20)
+    const learned = Array.from({ length: 40 }, () => e.observeServer(f, 400))
+    // not the first four of the last eight; the fifth makes them most, and from then on all
+    expect(learned.slice(0, 4)).toEqual([false, false, false, false])
+    expect(learned.slice(4).every(Boolean)).toBe(true)
+    expect(e.idleServerMs(100)).toBeGreaterThan(300)
+  })
+
+  it('never calls a prompt unreachable on an idle server beyond what the engine facts give', () => {
+    const e = new TtftEstimator(hints, new ManualClock())
+    // a fit taught a large fixed cost (every time far over, so learned)
+    for (let i = 0; i < 40; i++) e.observeServer(e.features(0, 100, 15, 0), 3_000)
+    expect(e.idleServerMs(100)).toBeGreaterThan(2_000)
+    // one 15 ms step and 100 tokens at 20,000 tokens/s
+    expect(e.leastServerMs(100)).toBeCloseTo(15 + 5, 6)
+    // and it takes the fit where the fit is the faster
+    const fast = new TtftEstimator(hints, new ManualClock())
+    for (let i = 0; i < 40; i++) fast.observeServer(fast.features(0, 100, 15, 0), 8)
+    expect(fast.leastServerMs(100)).toBeLessThan(15)
+  })
 })
