@@ -26,7 +26,12 @@ import { forecast } from './forecast.js'
 import { walkLadder } from './ladder.js'
 import { acquireDirect, noBackend } from './pass-through.js'
 import { PoolAdmission, Waiting } from './pool-admission.js'
-import { type AdmissionLogger, warnUnreachableTpot, warnUnreachableTtft } from './startup-warnings.js'
+import {
+  type AdmissionLogger,
+  warnServerWaits,
+  warnUnreachableTpot,
+  warnUnreachableTtft,
+} from './startup-warnings.js'
 import type { Prediction } from './ttft-estimator.js'
 
 export type { AdmissionLogger }
@@ -74,6 +79,8 @@ export class Admission implements AdmissionControl {
   private readonly logger: AdmissionLogger | undefined
   /** Unreachable TPOT objectives already logged (pool, class). */
   private readonly tpotWarned = new Set<string>()
+  /** Pools whose late first tokens were logged (warnServerWaits). */
+  private readonly waitsWarned = new Set<string>()
   private readonly timers: TimerClock | undefined
 
   /** `timers`: who runs the dispatcher and deadlines later (default: Node's timers; plan: its virtual clock). */
@@ -321,6 +328,7 @@ export class Admission implements AdmissionControl {
     for (const pa of this.pools.values()) {
       pa.syncFacts()
       warnUnreachableTpot(pa, this.tpotWarned, this.logger)
+      warnServerWaits(pa, this.waitsWarned, this.logger)
       pa.schedulePump()
     }
   }

@@ -1,7 +1,8 @@
 /**
  * What admission says at startup (and once more when a learned engine fact reveals it):
  * objectives no request can meet on a pool's servers. Each is logged once per pool and class
- * (per tenant for tenants' own objectives).
+ * (per tenant for tenants' own objectives). And, once per pool, first tokens that came far
+ * later than predicted, with their likely cause.
  */
 import type { GatewayConfig } from '../config/schema.js'
 import { tenantObjectives } from '../objectives.js'
@@ -51,4 +52,21 @@ export function warnUnreachableTpot(pa: PoolAdmission, said: Set<string>, logger
     said.add(key)
     logger?.warn({ pool: pa.pool.name, ...u }, unreachableTpotMessage(pa.pool.name, u))
   }
+}
+
+/**
+ * Once per pool, when the TTFT estimator first leaves out a server time far over its
+ * prediction (ttft-estimator.ts) and the pool does not set `capacity.max_num_seqs`: the
+ * likeliest cause is a server that runs fewer requests at once than the gateway sends it.
+ */
+export function warnServerWaits(pa: PoolAdmission, said: Set<string>, logger?: AdmissionLogger): void {
+  const pool = pa.pool.name
+  const outliers = pa.estimator.outliersNotLearned
+  if (outliers === 0 || said.has(pool)) return
+  said.add(pool)
+  if (pa.pool.views().some((v) => v.capacity.maxNumSeqs !== undefined)) return
+  logger?.warn(
+    { pool, outliersNotLearned: outliers },
+    `a first token at pool ${pool} came far later than predicted (more than 3x, and 4 engine steps over): the request most likely waited at the server for a batch slot. A server that runs fewer requests at once than it is sent does this (llama.cpp --parallel, SGLang --max-running-requests): set backends.pools[].capacity.max_num_seqs to its limit, so the rest wait in the gateway's queue, where they are predicted`,
+  )
 }

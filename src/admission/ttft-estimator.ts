@@ -285,6 +285,11 @@ export class TtftEstimator {
     return true
   }
 
+  /** Server times not learned as outliers (observeServer), since the start. */
+  get outliersNotLearned(): number {
+    return this.outliersSkipped
+  }
+
   /** Judges a whole prediction against the observed TTFT (arrival to first token). */
   judge(predicted: Prediction, observedMs: number): void {
     const rel = (predicted.totalMs - observedMs) / Math.max(observedMs, 1)

@@ -32,6 +32,8 @@ export async function startAdmissionGateway(opts: {
   /** Extra config (classes, admission, upstream, ...). */
   raw?: Record<string, unknown>
   observers?: readonly ExchangeObserver[]
+  /** Admission's warnings (startup-warnings.ts) go here. */
+  warnings?: string[]
 }): Promise<AdmissionGateway> {
   const config = configSchema.parse({
     auth: { anonymous: 'default' },
@@ -44,7 +46,14 @@ export async function startAdmissionGateway(opts: {
   })
   const backends = createBackends(config, { clock: systemClock, registry: new Registry() })
   const tokens = new TokenEstimator()
-  const admission = createAdmission(config, backends, systemClock, tokens)
+  const warnings = opts.warnings
+  const admission = createAdmission(
+    config,
+    backends,
+    systemClock,
+    tokens,
+    warnings === undefined ? undefined : { warn: (_obj, msg) => warnings.push(msg ?? '') },
+  )
   backends.onChange(() => admission.pumpAll())
   const tickets: Ticket[] = []
   const apps = buildHttpApps(config, {

@@ -19,6 +19,7 @@ const TOKENS = 25
 
 let up: FakeUpstream
 let gw: AdmissionGateway
+const warnings: string[] = []
 /** Streams holding a slot now, and the requests waiting for one. */
 let running = 0
 const waiting: (() => void)[] = []
@@ -39,6 +40,7 @@ beforeAll(async () => {
   gw = await startAdmissionGateway({
     endpoints: [up.url],
     raw: { classes: { interactive: { slo: { ttft_ms: 500, tpot_ms: 1000 } } } },
+    warnings,
   })
 })
 
@@ -74,6 +76,11 @@ describe('a server with fewer slots than the requests sent to it', () => {
     const estimator = (gw.admission.state() as { pools: { estimator: { outliersNotLearned: number } }[] })
       .pools[0]?.estimator
     expect(estimator?.outliersNotLearned).toBeGreaterThanOrEqual(2)
+    // and the log says what to set, once
+    await sleep(200) // a scrape (50 ms here) runs the check
+    const said = warnings.filter((w) => w.includes('capacity.max_num_seqs'))
+    expect(said).toHaveLength(1)
+    expect(said[0]).toContain('waited at the server for a batch slot')
     // the server is idle again: a request is admitted, predicted about one step (~40 ms here;
     // 84-280 ms when the waits were learned)
     const step = gw.backends.pools()[0]?.endpoints()[0]?.facts?.stepMs().value ?? STEP_MS
