@@ -9,9 +9,12 @@
  *   a request of the gateway was in flight there the whole time in between (sent more than
  *   a grace period before the first of the two scrapes, still not finished at the second) is
  *   reporting old numbers: a live engine with a request in its queue or batch moves its
- *   counters every step. The data then counts its age from the last scrape that returned
- *   different text, so it goes stale at most `stale_after_ms` after the numbers stopped
- *   moving. An idle server repeats itself legitimately (nothing in flight), and requests that
+ *   counters every step. It is judged so once the numbers have stood still for
+ *   `stale_after_ms` (from the last scrape that returned different text), and the data then
+ *   counts its age from that scrape: stale as soon as it is judged. Not sooner: an engine's
+ *   numbers move once a step, and a slow engine's step (a llama.cpp server on CPU, ~100 ms a
+ *   token and half a second for a prompt chunk) spans two scrapes 100 ms apart, which were
+ *   logged as frozen metrics about once a second while nothing was wrong. An idle server repeats itself legitimately (nothing in flight), and requests that
  *   end at once (a 400) never span two scrapes. The verdict sticks to that text: while the
  *   server keeps answering it, the endpoint stays stale, except that it may take one request
  *   at a time when nothing else is in flight there (a probe, see endpoint.ts): a server that
@@ -48,6 +51,8 @@ export class LoadState {
   private bodyBefore: number | undefined
   /** Send time of the last scrape that returned `body`. */
   private bodyLastAt: number | undefined
+  /** A request of the gateway was in flight across two scrapes that returned `body`. */
+  private stillWhileBusy = false
 
   constructor(
     private readonly adapter: MetricAdapter,
@@ -83,6 +88,7 @@ export class LoadState {
       this.bodyBefore = previousAt
       this.bodySince = sentAt
       this.frozenText = false
+      this.stillWhileBusy = false
     }
     this.bodyLastAt = sentAt
     const load = this.adapter.parse(outcome.body)
@@ -93,10 +99,13 @@ export class LoadState {
     }
     this.load = load
     this.invalid = false
-    const evidence = previousAt !== undefined && ledger.openedBefore(previousAt - this.frozenGraceMs) > 0
-    if (unchanged && (this.frozenText || evidence)) {
+    // a request in flight across two scrapes of this text, at any of them
+    if (unchanged && previousAt !== undefined && ledger.openedBefore(previousAt - this.frozenGraceMs) > 0)
+      this.stillWhileBusy = true
+    const stillSince = this.bodyBefore ?? this.bodySince ?? sentAt
+    if (unchanged && (this.frozenText || (this.stillWhileBusy && sentAt - stillSince > this.staleAfterMs))) {
       this.frozenText = true
-      this.loadAt = this.bodyBefore ?? this.bodySince ?? sentAt
+      this.loadAt = stillSince
       this.last = { at: now, ok: false, failure: 'frozen', detail: 'same text while a request was in flight' }
       return 'frozen'
     }

@@ -50,19 +50,30 @@ describe('LoadState', () => {
     s.apply(ok(live(2)), 100, 105, l)
     s.apply(ok(live(3)), 200, 205, l) // the text stops moving here
     expect(s.apply(ok(live(3)), 300, 305, l)).toBe('fresh') // the request is not past the grace at 200 yet
-    expect(s.apply(ok(live(3)), 400, 405, l)).toBe('fresh')
-    expect(s.apply(ok(live(3)), 500, 505, l)).toBe('frozen') // in flight since 50 < 400 - 250, still open
+    // in flight since 50 < 400 - 250, still open: but standing still for less than
+    // stale_after_ms may be one long engine step
+    for (let t = 400; t <= 1100; t += 100) expect(s.apply(ok(live(3)), t, t + 5, l)).toBe('fresh')
+    expect(s.apply(ok(live(3)), 1200, 1205, l)).toBe('frozen') // still since 100: over 1,000 ms
     expect(s.loadAt).toBe(100) // the last scrape that returned older text: the data is no newer than that
-    expect(s.isFresh(1100)).toBe(true)
-    expect(s.isFresh(1101)).toBe(false)
+    expect(s.isFresh(1205)).toBe(false) // stale as soon as judged
     expect(s.last).toMatchObject({ ok: false, failure: 'frozen' })
     expect(s.frozen).toBe(true)
     l.close(req)
-    expect(s.apply(ok(live(3)), 600, 605, l)).toBe('frozen') // the verdict sticks to the text
+    expect(s.apply(ok(live(3)), 1300, 1305, l)).toBe('frozen') // the verdict sticks to the text
     expect(s.loadAt).toBe(100)
-    expect(s.apply(ok(live(4)), 1200, 1205, l)).toBe('fresh') // it moves again: fresh at once
+    expect(s.apply(ok(live(4)), 1400, 1405, l)).toBe('fresh') // it moves again: fresh at once
     expect(s.frozen).toBe(false)
-    expect(s.isFresh(1205)).toBe(true)
+    expect(s.isFresh(1405)).toBe(true)
+  })
+
+  it("a slow engine's long steps, with requests in flight the whole time, are not frozen", () => {
+    const s = new LoadState(vllmAdapter, 1000, 250)
+    const l = new Ledger()
+    l.open(1, 0) // a stream running throughout
+    // its numbers move once a step, 450 ms apart: four scrapes 100 ms apart see each step's text
+    for (let t = 0; t <= 5000; t += 100)
+      expect(s.apply(ok(text(1, 0, `c ${Math.floor(t / 450)}\n`)), t, t + 5, l)).toBe('fresh')
+    expect(s.isFresh(5005)).toBe(true)
   })
 
   it('moving text with requests in flight, and requests that end between scrapes, are not frozen', () => {
