@@ -13,6 +13,7 @@ import { sameFamily, sniffEngine } from './adapters/sniff.js'
 import { Breaker } from './breaker.js'
 import { EndpointPrefixCache } from './endpoint-prefix-cache.js'
 import { EngineFacts, type EstimatorPriorFacts } from './engine-facts.js'
+import { readSlots } from './engine-info.js'
 import { InFlightBlocks } from './inflight-blocks.js'
 import { Ledger, type LedgerEntryHandle } from './ledger.js'
 import { capacityOf, correctLoad } from './load-correction.js'
@@ -99,8 +100,13 @@ export class PoolEndpoint implements Endpoint {
   private closing: Promise<void> | undefined
   private onDrained: (() => void) | undefined
   private engineHinted = false
-  /** The pool's configured capacity in the views' terms (views are made per request: made once here). */
-  private readonly capacity: EndpointView['capacity']
+  /**
+   * The pool's configured capacity in the views' terms (views are made per request: made
+   * once here), with the engine's own slot count where the config has none (engine-info.ts).
+   */
+  private capacity: EndpointView['capacity']
+  /** The engine's slot count was asked for since its metrics last came back. */
+  private slotsAsked = false
 
   constructor(
     readonly name: string,
@@ -312,7 +318,11 @@ export class PoolEndpoint implements Endpoint {
         this.facts.scraped(this.state.load)
       }
       this.breaker.onScrapeOk()
-      if (before !== undefined && !before.ok) this.deps.logger?.info(log, 'backend metrics back')
+      if (before !== undefined && !before.ok) {
+        this.deps.logger?.info(log, 'backend metrics back')
+        this.slotsAsked = false // a server back from a failure may have restarted with other flags
+      }
+      this.askSlots()
       return
     }
     if (verdict === 'unreadable' && outcome.ok) this.hintEngine(outcome.body)
@@ -320,6 +330,27 @@ export class PoolEndpoint implements Endpoint {
     // logged when the failure starts or changes kind, not on every retry
     if (before?.failure !== failure)
       this.deps.logger?.warn({ ...log, failure, detail }, 'backend metrics failing')
+  }
+
+  /**
+   * The engine's own count of the requests it runs at once (a llama.cpp server's
+   * `--parallel`), once it answers, unless `capacity.max_num_seqs` says it: the requests
+   * past it then wait in the gateway's queue, where they are predicted, not at the server.
+   */
+  private askSlots(): void {
+    if (this.slotsAsked || this.deps.pool.capacity.max_num_seqs !== undefined) return
+    this.slotsAsked = true
+    const { engine, scrape_timeout_ms } = this.deps.pool
+    void readSlots(this.scrapeClient, engine, scrape_timeout_ms).then((n) => {
+      if (n === undefined || this.closing !== undefined || n === this.capacity.maxNumSeqs) return
+      this.capacity = { ...this.capacity, maxNumSeqs: n }
+      this.facts.engineSlots(n)
+      this.deps.logger?.info(
+        { pool: this.deps.pool.name, backend: this.name, maxNumSeqs: n },
+        `backend runs ${n} requests at once (its /props total_slots): the rest wait in the gateway's queue`,
+      )
+      this.deps.onChange?.()
+    })
   }
 
   /** Once per endpoint: metrics the pool's adapter cannot read that look like another engine's. */

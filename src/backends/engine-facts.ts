@@ -45,13 +45,14 @@
  *   histogram's buckets are powers of two, so this is the budget rounded up to one). Without
  *   such a prompt an engine run with a budget under the default is over-estimated.
  * - `kvCapacityTokens`, `blockSize`: cache_config_info (or `capacity.kv_tokens`).
- * - `maxNumSeqs`: `capacity.max_num_seqs` (vLLM does not export it).
+ * - `maxNumSeqs`: `capacity.max_num_seqs`, else what the engine says of itself (engine-info.ts:
+ *   a llama.cpp server's `total_slots`); vLLM does not export it.
  */
 import { type AdmissionConfig, configured, type EngineName } from '../config/schema.js'
 import { lowQuantile, type Point, quantileSlope } from './quantile-line.js'
 import type { BackendLoad } from './types.js'
 
-export type FactSource = 'config' | 'measured' | 'engine_metric' | 'default_prior'
+export type FactSource = 'config' | 'measured' | 'engine_metric' | 'engine_info' | 'default_prior'
 
 export interface Fact {
   readonly value: number
@@ -173,6 +174,8 @@ export class EngineFacts implements EngineFactsView {
   private leastStep: Fact | undefined = undefined
   private load: BackendLoad | undefined = undefined
   private scrapes = 0
+  /** The requests the engine runs at once, by its own word (engine-info.ts). */
+  private slots: number | undefined = undefined
   /** The longest prompt computed alone here, and the scrape count when its first token came. */
   private longestLone = { tokens: 0, atScrape: 0 }
 
@@ -269,7 +272,13 @@ export class EngineFacts implements EngineFactsView {
 
   maxNumSeqs(): Fact | undefined {
     const v = this.opts.maxNumSeqs
-    return v === undefined ? undefined : { value: v, source: 'config' }
+    if (v !== undefined) return { value: v, source: 'config' }
+    return this.slots === undefined ? undefined : { value: this.slots, source: 'engine_info' }
+  }
+
+  /** The engine said how many requests it runs at once (engine-info.ts). */
+  engineSlots(n: number): void {
+    this.slots = n
   }
 
   /** Tokens/s from the gateway's own samples; undefined when they say nothing plausible. */

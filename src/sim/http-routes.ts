@@ -50,6 +50,12 @@ const ROUTES: Readonly<Record<string, Readonly<Record<string, Handler>>>> = {
       sendJson(res, 200, r.modelsBody())
     },
   },
+  '/props': {
+    GET: (r, _req, res) => {
+      const body = r.propsBody()
+      sendJson(res, body === null ? 404 : 200, body ?? '{"detail":"Not Found"}')
+    },
+  },
   '/metrics': { GET: metrics },
   '/prometheus/metrics': { GET: metrics },
   '/v1/chat/completions': { POST: (r, req, res) => void handleCompletion(r, 'chat', req, res) },

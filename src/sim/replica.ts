@@ -108,6 +108,20 @@ export class Replica {
     return this.cfg.format.render(view) + own
   }
 
+  /**
+   * llama.cpp's `GET /props` (its parallel slots as `total_slots`, the per-slot context), when
+   * this replica speaks llama.cpp's metrics; null otherwise (other engines answer 404).
+   */
+  propsBody(): string | null {
+    if (this.cfg.format.name !== 'llamacpp') return null
+    const e = this.engine.profile.engine
+    return JSON.stringify({
+      default_generation_settings: { n_ctx: e.maxModelLen },
+      total_slots: e.maxNumSeqs,
+      model_path: this.modelName,
+    })
+  }
+
   modelsBody(): string {
     const m = this.modelName
     const perm = `{"id":"modelperm-${randomUUID().replaceAll('-', '')}","object":"model_permission","created":${this.created},"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"*","group":null,"is_blocking":false}`

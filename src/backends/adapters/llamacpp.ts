@@ -6,7 +6,8 @@
  * - running = `llamacpp:requests_processing` (slots busy)
  * - kvUsage = `llamacpp:kv_cache_usage_ratio`, only from older builds that still export it
  * Not given: KV capacity, preemptions, prefix cache; KV usage on current builds. The ledger
- * stands in (with `capacity.kv_tokens`, e.g. the server's --ctx-size, when set).
+ * stands in (with `capacity.kv_tokens`, e.g. the server's --ctx-size, when set). Its slots
+ * (`--parallel`) are read from `GET /props`, not /metrics (engine-info.ts).
  */
 import { defineAdapter } from './define.js'
 import { meanOf, ratio, sumOf } from './select.js'
