@@ -35,8 +35,9 @@
  *
  * The hints are the engines' facts (src/backends/engine-facts.ts): the priors from config
  * or the defaults at first, then what is learned of the engines (adoptPriors). A new
- * prefill rate re-seeds the server part only while it has fewer than RESEED_BELOW
- * observations of its own (after that its fit knows better). The pool's dispatch rate D
+ * prefill rate, or a step a quarter or more from the one it was seeded with, re-seeds the
+ * server part only while it has fewer than RESEED_BELOW observations of its own (after
+ * that its fit knows better). The pool's dispatch rate D
  * (prompt tokens per ms released from a backlogged queue, measured) prices the honest
  * Retry-After of a refusal: the time for the queue ahead to drain.
  *
@@ -113,6 +114,8 @@ const JOINED_ALPHA = 0.05
 export const RESEED_BELOW = 8
 /** A prior that moved by less than this (relative) is not adopted. */
 const PRIOR_CHANGE = 0.05
+/** A step prior this far (relative) from the fit's seed re-seeds it (while it has few observations). */
+const STEP_RESEED = 0.25
 /** A server time over OUTLIER_FACTOR x the prediction plus OUTLIER_STEPS steps is an outlier ... */
 const OUTLIER_FACTOR = 3
 const OUTLIER_STEPS = 4
@@ -122,6 +125,8 @@ const OUTLIER_WINDOW = 8
 export class TtftEstimator {
   private rls: Rls
   private stepPriorMs: number
+  /** The step the server part's fit was seeded with. */
+  private seededStepMs: number
   private prefillPrior: number
   private serverSamples = 0
   /** D: the pool's dispatch rate from a backlogged queue. */
@@ -142,6 +147,7 @@ export class TtftEstimator {
 
   constructor(hints: EstimatorHints, clock: Clock) {
     this.stepPriorMs = hints.stepMs
+    this.seededStepMs = hints.stepMs
     this.prefillPrior = hints.prefillTokensPerS
     this.rls = serverRls(hints)
     this.rate = new DispatchRate(clock, hints.prefillTokensPerS)
@@ -154,14 +160,20 @@ export class TtftEstimator {
    */
   adoptPriors(hints: EstimatorHints): void {
     this.stepPriorMs = hints.stepMs
+    // a step far from the one the fit was seeded with: its γ was fitted to decode steps of
+    // another scale (a slow engine's first samples priced at the default 15 ms step taught γ
+    // 2.5, which then priced its real 114 ms step at 290 ms)
+    const stepMoved = Math.abs(hints.stepMs - this.seededStepMs) > STEP_RESEED * this.seededStepMs
     const moved = Math.abs(hints.prefillTokensPerS - this.prefillPrior) > PRIOR_CHANGE * this.prefillPrior
-    if (!moved) return
-    this.prefillPrior = hints.prefillTokensPerS
-    if (this.serverSamples < RESEED_BELOW) {
-      this.rls = serverRls(hints)
+    if (moved) {
+      this.prefillPrior = hints.prefillTokensPerS
+      this.rate.adoptPrior(hints.prefillTokensPerS)
+    }
+    if ((moved || stepMoved) && this.serverSamples < RESEED_BELOW) {
+      this.rls = serverRls({ stepMs: hints.stepMs, prefillTokensPerS: this.prefillPrior })
+      this.seededStepMs = hints.stepMs
       this.serverSamples = 0
     }
-    this.rate.adoptPrior(hints.prefillTokensPerS)
   }
 
   /** Server-side features of a request at an endpoint: [1, P, S, R]. */

@@ -146,4 +146,19 @@ describe('TtftEstimator', () => {
     for (let i = 0; i < 40; i++) fast.observeServer(fast.features(0, 100, 15, 0), 8)
     expect(fast.leastServerMs(100)).toBeLessThan(15)
   })
+
+  it('starts its fit again when the step it was seeded with turns out far off, while it has few observations', () => {
+    const e = new TtftEstimator(hints, new ManualClock()) // seeded with a 15 ms step
+    // a slow engine's first first tokens, their decode step priced at the prior's 15 ms
+    for (let i = 0; i < 4; i++) e.observeServer(e.features(0, 10, 15, 0), 270)
+    expect(e.idleServerMs(10)).toBeGreaterThan(100)
+    // its step is measured: 114 ms. The fit is seeded again from it, not scaled up by it
+    e.adoptPriors({ stepMs: 114, prefillTokensPerS: 20_000 })
+    expect(e.serverMs(e.features(0, 10, 114, 0))).toBeCloseTo(114 + 0.5, 6)
+    // a small move of the step does not throw away what it learned since
+    for (let i = 0; i < 8; i++) e.observeServer(e.features(0, 10, 114, 0), 160)
+    const learned = e.serverMs(e.features(0, 10, 114, 0))
+    e.adoptPriors({ stepMs: 120, prefillTokensPerS: 20_000 })
+    expect(e.serverMs(e.features(0, 10, 114, 0))).toBeCloseTo(learned, 6)
+  })
 })
