@@ -138,9 +138,10 @@ export class TtftEstimator {
   private joinedQueued = 0
   private joinedOnce = 0
   private samples = 0
-  /** Of the last OUTLIER_WINDOW server times, which were outliers (a ring), and the count not learned. */
+  /** Of the last OUTLIER_WINDOW server times, which were outliers (a ring, and how many), and the count not learned. */
   private readonly recentOutliers: boolean[] = []
   private outlierAt = 0
+  private recentOutlierCount = 0
   private outliersSkipped = 0
   private meanAbsErr = 0
   private meanErr = 0
@@ -286,9 +287,11 @@ export class TtftEstimator {
    */
   observeServer(features: readonly number[], serverMs: number): boolean {
     const outlier = serverMs > OUTLIER_FACTOR * this.serverMs(features) + OUTLIER_STEPS * this.stepPriorMs
+    if (this.recentOutliers[this.outlierAt] === true) this.recentOutlierCount--
+    if (outlier) this.recentOutlierCount++
     this.recentOutliers[this.outlierAt] = outlier
     this.outlierAt = (this.outlierAt + 1) % OUTLIER_WINDOW
-    if (outlier && 2 * this.recentOutliers.filter(Boolean).length <= this.recentOutliers.length) {
+    if (outlier && 2 * this.recentOutlierCount <= this.recentOutliers.length) {
       this.outliersSkipped++
       return false
     }
