@@ -4,6 +4,7 @@
  */
 import type { AddressInfo } from 'node:net'
 import { Registry } from 'prom-client'
+import { request } from 'undici'
 import { type AdmissionControl, createAdmission } from '../../src/admission/index.js'
 import { type BackendsHandle, createBackends } from '../../src/backends/index.js'
 import { systemClock } from '../../src/clock.js'
@@ -85,5 +86,26 @@ export async function startAdmissionGateway(opts: {
       await apps.admin.close()
       await backends.close()
     },
+  }
+}
+
+/** A streamed chat request of one short message through the gateway at `url`, read to its end. */
+export async function streamChat(
+  url: string,
+): Promise<{ status: number; code?: string; text: string; predicted?: string }> {
+  const res = await request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  })
+  const text = await res.body.text()
+  const code =
+    res.statusCode === 200 ? undefined : (JSON.parse(text) as { error: { code: string } }).error.code
+  const predicted = res.headers['x-gateway-predicted-ttft-ms']
+  return {
+    status: res.statusCode,
+    text,
+    ...(code === undefined ? {} : { code }),
+    ...(typeof predicted === 'string' ? { predicted } : {}),
   }
 }

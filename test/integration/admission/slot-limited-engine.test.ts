@@ -8,9 +8,8 @@
  * for good (a refused request teaches nothing). Now they are not learned while they are the
  * exception, and the unreachable verdict is never worse than the engine's facts.
  */
-import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AdmissionGateway, startAdmissionGateway } from '../../helpers/admission-gateway.js'
+import { type AdmissionGateway, startAdmissionGateway, streamChat } from '../../helpers/admission-gateway.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream } from '../../helpers/upstream.js'
 
 const SLOTS = 2
@@ -49,22 +48,7 @@ afterAll(async () => {
   await up.close()
 })
 
-async function stream(): Promise<{ status: number; code?: string; predicted?: string }> {
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
-  })
-  const text = await res.body.text()
-  const code =
-    res.statusCode === 200 ? undefined : (JSON.parse(text) as { error: { code: string } }).error.code
-  const predicted = res.headers['x-gateway-predicted-ttft-ms']
-  return {
-    status: res.statusCode,
-    ...(code === undefined ? {} : { code }),
-    ...(typeof predicted === 'string' ? { predicted } : {}),
-  }
-}
+const stream = () => streamChat(gw.url)
 
 describe('a server with fewer slots than the requests sent to it', () => {
   it('does not teach the estimator its slot waits: an idle server is still predicted idle', async () => {

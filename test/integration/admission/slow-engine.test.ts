@@ -6,9 +6,8 @@
  * meets. Before, the guard held each new stream until the running ones ended (the ITL never
  * fell under 45 ms), and most of these requests were refused after a predicted wait.
  */
-import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AdmissionGateway, startAdmissionGateway } from '../../helpers/admission-gateway.js'
+import { type AdmissionGateway, startAdmissionGateway, streamChat } from '../../helpers/admission-gateway.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream } from '../../helpers/upstream.js'
 
 const TOKENS = 12
@@ -39,17 +38,7 @@ afterAll(async () => {
   await up.close()
 })
 
-async function stream(): Promise<{ status: number; code?: string; text: string }> {
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
-  })
-  const text = await res.body.text()
-  const code =
-    res.statusCode === 200 ? undefined : (JSON.parse(text) as { error: { code: string } }).error.code
-  return { status: res.statusCode, text, ...(code === undefined ? {} : { code }) }
-}
+const stream = () => streamChat(gw.url)
 
 const leastStep = () => gw.backends.pools()[0]?.endpoints()[0]?.facts?.leastStepMs()
 
