@@ -24,6 +24,8 @@ export interface LiveFacts {
   readonly blockSize?: number
   readonly maxModelLen?: number
   readonly models?: readonly string[]
+  /** A llama.cpp server's `total_slots` (its /props). */
+  readonly maxNumSeqs?: number
 }
 
 export interface EngineFacts {
@@ -48,7 +50,7 @@ const fact = <T>(value: T | undefined, source: string): Fact<T> | undefined =>
 
 /**
  * The facts of one pool: each field from the first source that has it (live, then config,
- * then the profile). `capacityPath` names the pool's capacity key in the config.
+ * then the profile; max_num_seqs: config, then live, then the profile). `capacityPath` names the pool's capacity key in the config.
  */
 export function mergeFacts(
   live: LiveFacts | undefined,
@@ -65,7 +67,11 @@ export function mergeFacts(
       fact(capacity.kv_tokens, `config ${capacityPath}.kv_tokens`) ??
       fact(pe === undefined ? undefined : pe.numGpuBlocks * pe.blockSize, p),
     blockSize: fact(live?.blockSize, `${l}/metrics`) ?? fact(pe?.blockSize, p),
-    maxNumSeqs: fact(capacity.max_num_seqs, `config ${capacityPath}.max_num_seqs`) ?? fact(pe?.maxNumSeqs, p),
+    // the config first, as the gateway takes it (an operator's limit under the server's own)
+    maxNumSeqs:
+      fact(capacity.max_num_seqs, `config ${capacityPath}.max_num_seqs`) ??
+      fact(live?.maxNumSeqs, `${l}/props`) ??
+      fact(pe?.maxNumSeqs, p),
     maxModelLen: fact(live?.maxModelLen, `${l}/v1/models`) ?? fact(pe?.maxModelLen, p),
     maxNumBatchedTokens: fact(pe?.maxNumBatchedTokens, p),
     models:

@@ -1,11 +1,13 @@
 /**
  * Reads an endpoint's engine facts over HTTP: its /metrics (through the pool's engine
- * adapter: KV capacity and block size, e.g. vLLM's `cache_config_info`) and its
- * `/v1/models` (the served models and, where the engine says, `max_model_len`). A server
+ * adapter: KV capacity and block size, e.g. vLLM's `cache_config_info`), its `/v1/models`
+ * (the served models and, where the engine says, `max_model_len`) and, for llama.cpp, its
+ * `/props` (`total_slots`, as the gateway reads it: src/backends/engine-info.ts). A server
  * that does not answer within the timeout gives the reason instead.
  */
 import { request } from 'undici'
 import { adapterFor } from '../backends/adapters/registry.js'
+import { slotsFromProps } from '../backends/engine-info.js'
 import type { EngineName } from '../config/schema.js'
 import { isRecord } from '../is-record.js'
 import type { LiveFacts } from './engine-facts.js'
@@ -35,6 +37,14 @@ export function parseModels(text: string): { models: string[]; maxModelLen: numb
   return { models, maxModelLen }
 }
 
+function slotsOf(text: string): number | undefined {
+  try {
+    return slotsFromProps(JSON.parse(text))
+  } catch {
+    return undefined
+  }
+}
+
 export async function readFacts(
   url: string,
   engine: EngineName,
@@ -44,21 +54,24 @@ export async function readFacts(
   const origin = new URL(url).origin
   const timer = AbortSignal.timeout(timeoutMs)
   try {
-    const [metrics, models] = await Promise.all([
+    const [metrics, models, props] = await Promise.all([
       getText(`${origin}${metricsPath}`, timeoutMs),
       getText(`${origin}/v1/models`, timeoutMs).catch(() => undefined),
+      engine === 'llamacpp' ? getText(`${origin}/props`, timeoutMs).catch(() => undefined) : undefined,
     ])
     if (timer.aborted) throw new Error(`no answer within ${timeoutMs} ms`)
     const load = adapterFor(engine).parse(metrics)
     if (load === undefined)
       return { ok: false, origin, reason: `${origin}${metricsPath} is not ${engine} metrics` }
     const listed = models === undefined ? undefined : parseModels(models)
+    const slots = props === undefined ? undefined : slotsOf(props)
     const facts: LiveFacts = {
       origin,
       ...(load.kvCapacityTokens === undefined ? {} : { kvCapacityTokens: load.kvCapacityTokens }),
       ...(load.blockSize === undefined ? {} : { blockSize: load.blockSize }),
       ...(listed?.maxModelLen === undefined ? {} : { maxModelLen: listed.maxModelLen }),
       ...(listed === undefined ? {} : { models: listed.models }),
+      ...(slots === undefined ? {} : { maxNumSeqs: slots }),
     }
     return { ok: true, facts }
   } catch (err) {

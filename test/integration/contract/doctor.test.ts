@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { configSchema } from '../../../src/config/schema.js'
 import { runDoctor } from '../../../src/contract/doctor.js'
+import { startSim } from '../../../src/sim/index.js'
 import { type EngineFactsSpec, type FakeEngine, startFakeEngine } from '../../helpers/fake-engine.js'
 
 const GOOD_FACTS: EngineFactsSpec = { numGpuBlocks: 27_500, blockSize: 16, maxModelLen: 32_768, model: 'm' }
@@ -167,5 +168,34 @@ describe('slo-gateway doctor: each finding', () => {
     expect(ids(r, 'info').sort()).toEqual(['facts-unavailable', 'no-step-model'])
     expect(r.ok).toBe(true)
     expect(r.contract[0]!.facts).toEqual({})
+  })
+
+  it("reads a llama.cpp server's slots from its /props, as the gateway does; the config still wins", async () => {
+    const sim = await startSim({
+      replicas: 1,
+      port: 0,
+      profile: 'tiny',
+      host: '127.0.0.1',
+      metricsFormat: 'llamacpp',
+    })
+    try {
+      const url = sim.replicas[0]!.url
+      const pool = (extra: Raw) =>
+        configSchema.parse({
+          backends: { pools: [{ name: 'p', models: ['*'], engine: 'llamacpp', endpoints: [url], ...extra }] },
+          tenants: [],
+        })
+      const opts = { offline: false, timeoutMs: 2000, maxRequestKvShare: 0.25 }
+      const read = await runDoctor(pool({}), 'x.yaml', opts)
+      // the tiny profile runs 16 sequences at once
+      expect(read.contract[0]!.facts.maxNumSeqs).toEqual({
+        value: 16,
+        source: `live ${new URL(url).origin}/props`,
+      })
+      const set = await runDoctor(pool({ capacity: { max_num_seqs: 4 } }), 'x.yaml', opts)
+      expect(set.contract[0]!.facts.maxNumSeqs?.value).toBe(4)
+    } finally {
+      await sim.close()
+    }
   })
 })
