@@ -255,8 +255,8 @@ export class EndpointGates {
   }
 
   /** The endpoint's engine facts, as its step model's priors (EngineTimeline.adoptPriors). */
-  adoptStepPriors(endpoint: string, priors: StepPriors): void {
-    this.timeline(endpoint).adoptPriors(priors)
+  adoptStepPriors(endpoint: string, stepMs: number, prefillTokensPerS: number): void {
+    this.timeline(endpoint).adoptPriors(stepMs, prefillTokensPerS)
   }
 
   /** The endpoint's engine timeline (created on first use, from the pool's priors). */

@@ -36,7 +36,7 @@ export class PoolFacts {
       if (e.facts === undefined) continue
       const stepMs = e.facts.stepMs().value
       const prefillTokensPerS = e.facts.prefillTokensPerS().value
-      gates.adoptStepPriors(e.name, { stepMs, prefillTokensPerS })
+      gates.adoptStepPriors(e.name, stepMs, prefillTokensPerS)
       step += stepMs
       rate += prefillTokensPerS
       n++

@@ -11,6 +11,17 @@
  * unconstrained: clamping inside it leaves the covariance believing a correction was made
  * that was not, and the other weights then run away to make up for it.
  */
+/**
+ * A fit seeded from priors (the engines' facts) is seeded again from new ones only while it
+ * has fewer observations of its own than this (after that its fit knows better) ...
+ */
+export const RESEED_BELOW = 8
+
+/** ... and only for a prior that moved by more than `fraction` of the one it had (relative). */
+export function priorMoved(now: number, was: number, fraction = 0.05): boolean {
+  return Math.abs(now - was) > fraction * was
+}
+
 export class Rls {
   readonly k: number
   /** The weights predictions use: the fit's, projected onto w >= 0. */

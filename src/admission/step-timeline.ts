@@ -25,7 +25,7 @@
  * mean share.
  */
 import type { PrefillLedger } from './prefill-ledger.js'
-import { Rls } from './rls.js'
+import { priorMoved, RESEED_BELOW, Rls } from './rls.js'
 
 /** A step's features: [1, prompt tokens prefilled, decoding sequences, context tokens / 1000]. */
 export type StepFeatures = readonly [number, number, number, number]
@@ -40,15 +40,6 @@ const PRIOR_PER_SEQ_MS = 0.01
 const PRIOR_PER_1K_CONTEXT_MS = 0.05
 /** A step observed longer than this many times its prediction was not one step (the engine idled, or a step was missed). */
 const OUTLIER_FACTOR = 4
-/**
- * Steps learned under which the model re-seeds from new priors (the endpoint's engine facts,
- * once measured), and how far (relative) a prior must move for it. Without it, an engine
- * more than OUTLIER_FACTOR times slower than the priors (a llama.cpp server on CPU at ~100
- * ms a step, against the default 15 ms) had every step judged an outlier and never learned,
- * and the TTFT estimator priced its decode step at 15 ms.
- */
-const RESEED_BELOW = 8
-const PRIOR_CHANGE = 0.05
 /** Events of one endpoint this close together end the same engine step, ms. */
 export const SAME_STEP_MS = 1
 /**
@@ -76,17 +67,19 @@ export class StepModel {
     this.rls = stepRls(priors)
   }
 
-  /** New priors (the engine's facts): re-seeds the model while it has learned few steps of its own. */
-  adoptPriors(priors: StepPriors): void {
+  /**
+   * New priors (the engine's facts): re-seeds the model while it has learned few steps of
+   * its own (rls.ts). Without it, an engine more than OUTLIER_FACTOR times slower than the
+   * priors (a llama.cpp server on CPU at ~100 ms a step, against the default 15 ms) had
+   * every step judged an outlier and never learned, and the TTFT estimator priced its decode
+   * step at 15 ms.
+   */
+  adoptPriors(stepMs: number, prefillTokensPerS: number): void {
     if (this.samples >= RESEED_BELOW) return
-    const moved = (a: number, b: number) => Math.abs(a - b) > PRIOR_CHANGE * b
-    if (
-      !moved(priors.stepMs, this.priors.stepMs) &&
-      !moved(priors.prefillTokensPerS, this.priors.prefillTokensPerS)
-    )
-      return
-    this.priors = priors
-    this.rls = stepRls(priors)
+    const p = this.priors
+    if (!priorMoved(stepMs, p.stepMs) && !priorMoved(prefillTokensPerS, p.prefillTokensPerS)) return
+    this.priors = { stepMs, prefillTokensPerS }
+    this.rls = stepRls(this.priors)
     this.samples = 0
   }
 
@@ -264,8 +257,8 @@ export class EngineTimeline {
   }
 
   /** The endpoint's engine facts as priors (StepModel.adoptPriors). */
-  adoptPriors(priors: StepPriors): void {
-    this.model.adoptPriors(priors)
+  adoptPriors(stepMs: number, prefillTokensPerS: number): void {
+    this.model.adoptPriors(stepMs, prefillTokensPerS)
   }
 
   /** Streams decoding here (the gateway's own). */

@@ -59,7 +59,7 @@
 import type { Clock } from '../clock.js'
 import type { DispatchForecast } from './dispatch-forecast.js'
 import { DispatchRate } from './dispatch-rate.js'
-import { Rls } from './rls.js'
+import { priorMoved, RESEED_BELOW, Rls } from './rls.js'
 
 export interface EstimatorHints {
   /** One engine step with a small batch, ms (S of an idle endpoint). */
@@ -110,10 +110,6 @@ export interface Prediction {
 const ERROR_ALPHA = 0.05
 const RLS_FORGETTING = 0.995
 const JOINED_ALPHA = 0.05
-/** Server observations under which a new prefill prior re-seeds the server part's fit. */
-export const RESEED_BELOW = 8
-/** A prior that moved by less than this (relative) is not adopted. */
-const PRIOR_CHANGE = 0.05
 /** A step prior this far (relative) from the fit's seed re-seeds it (while it has few observations). */
 const STEP_RESEED = 0.25
 /** A server time over OUTLIER_FACTOR x the prediction plus OUTLIER_STEPS steps is an outlier ... */
@@ -164,8 +160,8 @@ export class TtftEstimator {
     // a step far from the one the fit was seeded with: its γ was fitted to decode steps of
     // another scale (a slow engine's first samples priced at the default 15 ms step taught γ
     // 2.5, which then priced its real 114 ms step at 290 ms)
-    const stepMoved = Math.abs(hints.stepMs - this.seededStepMs) > STEP_RESEED * this.seededStepMs
-    const moved = Math.abs(hints.prefillTokensPerS - this.prefillPrior) > PRIOR_CHANGE * this.prefillPrior
+    const stepMoved = priorMoved(hints.stepMs, this.seededStepMs, STEP_RESEED)
+    const moved = priorMoved(hints.prefillTokensPerS, this.prefillPrior)
     if (moved) {
       this.prefillPrior = hints.prefillTokensPerS
       this.rate.adoptPrior(hints.prefillTokensPerS)

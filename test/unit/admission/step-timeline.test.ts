@@ -166,12 +166,12 @@ describe('EngineTimeline', () => {
     expect(tl.state()).toMatchObject({ stepModel: { steps: 0 } })
     expect(tl.nextStepMs(0)).toBeLessThan(15)
     // the endpoint's facts measured its step: the model starts again from them, and learns
-    tl.adoptPriors({ stepMs: 95, prefillTokensPerS: 1_000 })
+    tl.adoptPriors(95, 1_000)
     steps(50)
     expect(tl.nextStepMs(0)).toBeGreaterThan(95)
     expect(tl.nextStepMs(0)).toBeLessThan(105)
     // once it has learned steps of its own, new priors do not reset it
-    tl.adoptPriors({ stepMs: 20, prefillTokensPerS: 40_000 })
+    tl.adoptPriors(20, 40_000)
     expect(tl.nextStepMs(0)).toBeGreaterThan(95)
   })
 })
