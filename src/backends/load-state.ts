@@ -14,8 +14,9 @@
  *   counts its age from that scrape: stale as soon as it is judged. Not sooner: an engine's
  *   numbers move once a step, and a slow engine's step (a llama.cpp server on CPU, ~100 ms a
  *   token and half a second for a prompt chunk) spans two scrapes 100 ms apart, which were
- *   logged as frozen metrics about once a second while nothing was wrong. An idle server repeats itself legitimately (nothing in flight), and requests that
- *   end at once (a 400) never span two scrapes. The verdict sticks to that text: while the
+ *   logged as frozen metrics about once a second while nothing was wrong. An idle server
+ *   repeats itself legitimately (nothing in flight), and requests that end at once (a 400)
+ *   never span two scrapes. The verdict sticks to that text: while the
  *   server keeps answering it, the endpoint stays stale, except that it may take one request
  *   at a time when nothing else is in flight there (a probe, see endpoint.ts): a server that
  *   is fine moves its text while serving it. What can look frozen wrongly: an idle server
