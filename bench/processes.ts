@@ -43,6 +43,31 @@ export function pin(pid: number, core: number): void {
     execFileSync(TASKSET, ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' })
 }
 
+/**
+ * Moves the thread of `pid` named `name` (its /proc comm) to `core`, leaving the others where
+ * they are. Returns false when there is no such thread (or nothing to pin with).
+ */
+export function pinThread(pid: number, name: string, core: number): boolean {
+  if (TASKSET === undefined) return false
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let comm: string
+    try {
+      comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
+    } catch {
+      continue // the thread ended
+    }
+    if (comm !== name) continue
+    execFileSync(TASKSET, ['-p', '-c', String(core), tid], { stdio: 'ignore' })
+    return true
+  }
+  return false
+}
+
+/** A thread's time on a CPU so far (/proc schedstat), in µs. */
+export function threadCpuUs(pid: number, tid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1000
+}
+
 export interface Child {
   readonly name: string
   readonly proc: ChildProcess
