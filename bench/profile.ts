@@ -25,15 +25,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { closedLoop, connect, openLoop, succeeded } from '../src/loadgen/load-client.js'
 import { chatBody } from './peers-measure.js'
-import {
-  buildForBench,
-  freePort,
-  pinClient,
-  pinThread,
-  start,
-  threadCpuUs,
-  waitReady,
-} from './processes.js'
+import { buildForBench, freePort, pinClient, pinThread, start, threadCpuUs, waitReady } from './processes.js'
 import { GATEWAY_ALL_KEY, render, startUpstream } from './targets.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -92,6 +84,13 @@ function place(url: string): string {
   if (url.startsWith('node:')) return url
   const d = url.indexOf('/dist/')
   return d >= 0 ? url.slice(d + 1) : basename(url)
+}
+
+/** Whether the profile saw the main thread's time on the CPU (within a third either way). */
+function sampleCheck(sampledUs: number, cpuUs: number): string {
+  const ratio = sampledUs / cpuUs
+  if (ratio > 2 / 3 && ratio < 4 / 3) return `the profile saw ${(100 * ratio).toFixed(0)}% of it`
+  return `the profile saw ${(100 * ratio).toFixed(0)}% of it: NOT TO BE TRUSTED, the sampler missed or doubled busy time`
 }
 
 function table(m: Map<string, number>, requests: number, top: number): string {
@@ -245,7 +244,7 @@ async function main(): Promise<void> {
       '',
       `Samples of the open loop only (${((toUs - fromUs) / 1000).toFixed(0)} ms, idle left out); per request = self time / the ${served} requests served in it.`,
       '',
-      `Check: the profile's busy samples come to ${(sampledUs / served).toFixed(1)} µs a request; the main thread was on the CPU ${(mainCpuUs / served).toFixed(1)} µs a request (/proc schedstat, same window). Far apart, the shares below are not to be trusted.`,
+      `Check: the profile's busy samples come to ${(sampledUs / served).toFixed(1)} µs a request; the main thread was on the CPU ${(mainCpuUs / served).toFixed(1)} µs a request (/proc schedstat, same window): ${sampleCheck(sampledUs, mainCpuUs)}.`,
       '',
       '## By source file',
       '',
