@@ -88,7 +88,7 @@ function overloadRows(w: WorkloadOutcome): TargetRow[] {
         figure:
           q.refusals === 0
             ? 'no refusals'
-            : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals})${splitText(q)}${loopText(l.runs.gateway)}`,
+            : `${fmt(q.refusalP99WallMs, 1)} ms (n=${q.refusals}; p50 ${fmt(q.refusalP50WallMs, 1)}, p90 ${fmt(q.refusalP90WallMs, 1)} ms)${splitText(q)}${loopText(l.runs.gateway)}`,
         hit: q.refusals === 0 ? undefined : q.refusalP99WallMs < TARGETS_14.refusalWallMs,
       },
       {

@@ -176,6 +176,8 @@ describe('admission quality at the client', () => {
     expect(q.refusals).toBe(2)
     // p99 of 1 and 3 wall ms (interpolated), model ms = wall / scale
     expect(q.refusalP99WallMs).toBeCloseTo(2.98, 9)
+    expect(q.refusalP50WallMs).toBeCloseTo(2, 9)
+    expect(q.refusalP90WallMs).toBeCloseTo(2.8, 9)
     expect(q.refusalP99Ms).toBeCloseTo(1.49, 9)
     // apart: the gateway's own share, and the wait on an open connection from the write on
     expect(q.refusalGatewayP99WallMs).toBeCloseTo(0.398, 9)
