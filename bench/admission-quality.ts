@@ -188,11 +188,12 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
   }
   const sheddable = admitted.length + queueTimeouts
   const queued = sheddable + fromQueue.length
+  const refusalWallMs = atArrival.map((o) => latency(o) * scale)
   return {
     refusalP99Ms: p99(atArrival.map(latency)),
-    refusalP99WallMs: p99(atArrival.map((o) => latency(o) * scale)),
-    refusalP50WallMs: quantile(atArrival.map((o) => latency(o) * scale), 50),
-    refusalP90WallMs: quantile(atArrival.map((o) => latency(o) * scale), 90),
+    refusalP99WallMs: p99(refusalWallMs),
+    refusalP50WallMs: quantile(refusalWallMs, 50),
+    refusalP90WallMs: quantile(refusalWallMs, 90),
     refusals: atArrival.length,
     refusalGatewayP99WallMs: p99(atArrival.flatMap((o) => (o.gatewayMs === undefined ? [] : [o.gatewayMs]))),
     refusalOpenP99WallMs: p99(
