@@ -44,11 +44,12 @@ export function pin(pid: number, core: number): void {
 }
 
 /**
- * Moves the thread of `pid` named `name` (its /proc comm) to `core`, leaving the others where
- * they are. Returns false when there is no such thread (or nothing to pin with).
+ * Moves the threads of `pid` named `name` (their /proc comm) to `core`, leaving the others
+ * where they are. Returns how many it moved (0: none of that name, or nothing to pin with).
  */
-export function pinThread(pid: number, name: string, core: number): boolean {
-  if (TASKSET === undefined) return false
+export function pinThreads(pid: number, name: string, core: number): number {
+  if (TASKSET === undefined) return 0
+  let moved = 0
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let comm: string
     try {
@@ -58,9 +59,9 @@ export function pinThread(pid: number, name: string, core: number): boolean {
     }
     if (comm !== name) continue
     execFileSync(TASKSET, ['-p', '-c', String(core), tid], { stdio: 'ignore' })
-    return true
+    moved++
   }
-  return false
+  return moved
 }
 
 /** A thread's time on a CPU so far (/proc schedstat), in µs. */

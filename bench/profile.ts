@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { closedLoop, connect, openLoop, succeeded } from '../src/loadgen/load-client.js'
 import { chatBody } from './peers-measure.js'
-import { buildForBench, freePort, pinClient, pinThread, start, threadCpuUs, waitReady } from './processes.js'
+import { buildForBench, freePort, pinClient, pinThreads, start, threadCpuUs, waitReady } from './processes.js'
 import { GATEWAY_ALL_KEY, render, startUpstream } from './targets.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -201,7 +201,8 @@ async function main(): Promise<void> {
       return r.records.some(succeeded)
     })
     // the sampler off the gateway's core (see the top of this file)
-    if (!values.gc && clientCore !== undefined && !pinThread(child.pid, 'v8:ProfEvntProc', clientCore))
+    // (one per thread that runs JavaScript: the main thread's and any worker's)
+    if (!values.gc && clientCore !== undefined && pinThreads(child.pid, 'v8:ProfEvntProc', clientCore) === 0)
       log("V8's sampling thread not found: the profile may see a busy main thread as idle")
     log(`warm-up, then ${seconds} s at ${rate} req/s, ${size} B bodies${values.stream ? ', streamed' : ''}`)
     await closedLoop({ client, request, concurrency: 16, durationMs: 3_000 })
@@ -227,7 +228,8 @@ async function main(): Promise<void> {
     writeFileSync(join(values.out, `gc-${tag}.md`), text)
     process.stdout.write(text)
   } else {
-    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
+    // the main thread's (CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile, thread 0), not a worker's
+    const file = readdirSync(dir).find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f))
     if (file === undefined) throw new Error(`no .cpuprofile in ${dir}: ${child.output()}`)
     const p = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile
     const top = Number(values.top)
