@@ -19,6 +19,16 @@ export function slotsFromProps(body: unknown): number | undefined {
   return typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 65_536 ? n : undefined
 }
 
+/** The slot count in a `/props` answer's text (bounded, parsed); undefined when it has none. */
+export function slotsFromPropsText(text: string): number | undefined {
+  if (text.length > MAX_BYTES) return undefined
+  try {
+    return slotsFromProps(JSON.parse(text))
+  } catch {
+    return undefined
+  }
+}
+
 /** The engine's own count of the requests it runs at once; undefined when it does not say. Never throws. */
 export async function readSlots(
   client: Dispatcher,
@@ -38,8 +48,7 @@ export async function readSlots(
       await res.body.dump()
       return undefined
     }
-    const text = await res.body.text()
-    return text.length > MAX_BYTES ? undefined : slotsFromProps(JSON.parse(text))
+    return slotsFromPropsText(await res.body.text())
   } catch {
     return undefined
   }

@@ -7,7 +7,7 @@
  */
 import { request } from 'undici'
 import { adapterFor } from '../backends/adapters/registry.js'
-import { slotsFromProps } from '../backends/engine-info.js'
+import { slotsFromPropsText } from '../backends/engine-info.js'
 import type { EngineName } from '../config/schema.js'
 import { isRecord } from '../is-record.js'
 import type { LiveFacts } from './engine-facts.js'
@@ -37,14 +37,6 @@ export function parseModels(text: string): { models: string[]; maxModelLen: numb
   return { models, maxModelLen }
 }
 
-function slotsOf(text: string): number | undefined {
-  try {
-    return slotsFromProps(JSON.parse(text))
-  } catch {
-    return undefined
-  }
-}
-
 export async function readFacts(
   url: string,
   engine: EngineName,
@@ -64,7 +56,7 @@ export async function readFacts(
     if (load === undefined)
       return { ok: false, origin, reason: `${origin}${metricsPath} is not ${engine} metrics` }
     const listed = models === undefined ? undefined : parseModels(models)
-    const slots = props === undefined ? undefined : slotsOf(props)
+    const slots = props === undefined ? undefined : slotsFromPropsText(props)
     const facts: LiveFacts = {
       origin,
       ...(load.kvCapacityTokens === undefined ? {} : { kvCapacityTokens: load.kvCapacityTokens }),
