@@ -89,14 +89,23 @@ export async function startAdmissionGateway(opts: {
   }
 }
 
-/** A streamed chat request of one short message through the gateway at `url`, read to its end. */
+/**
+ * A streamed chat request of one short message through the gateway at `url`, read to its
+ * end; `fields` adds to the body or replaces its fields (another model, max_tokens).
+ */
 export async function streamChat(
   url: string,
+  fields: Record<string, unknown> = {},
 ): Promise<{ status: number; code?: string; text: string; predicted?: string }> {
   const res = await request(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    body: JSON.stringify({
+      model: 'm',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+      ...fields,
+    }),
   })
   const text = await res.body.text()
   const code =

@@ -14,7 +14,7 @@ import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { slotsFromProps } from '../../../src/backends/engine-info.js'
 import { type SimHandle, startSim } from '../../../src/sim/index.js'
-import { type AdmissionGateway, startAdmissionGateway } from '../../helpers/admission-gateway.js'
+import { type AdmissionGateway, startAdmissionGateway, streamChat } from '../../helpers/admission-gateway.js'
 import { sleep } from '../../helpers/upstream.js'
 
 const SLOTS = 2
@@ -55,20 +55,7 @@ const facts = () =>
     gw.backends.pools()[0]?.views()[0]?.facts as { state?: () => { maxNumSeqs: unknown } } | undefined
   )?.state?.()
 
-async function stream(): Promise<number> {
-  const res = await request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model: 'local/slots',
-      stream: true,
-      max_tokens: 30,
-      messages: [{ role: 'user', content: 'hi' }],
-    }),
-  })
-  await res.body.dump()
-  return res.statusCode
-}
+const stream = async () => (await streamChat(gw.url, { model: 'local/slots', max_tokens: 30 })).status
 
 describe("a llama.cpp server's slots", () => {
   it('are read from its /props, and no more requests than that are sent to it at once', async () => {

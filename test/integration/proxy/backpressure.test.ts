@@ -3,10 +3,10 @@
  * it. When the client's socket is full, the upstream is paused until it drains, and every
  * event arrives, in order, once the client reads again. Real sockets on both sides.
  */
-import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { inflight, readyBackends } from '../../helpers/backends.js'
 import { startGateway, type TestGateway } from '../../helpers/gateway.js'
+import { openSocket } from '../../helpers/raw-http.js'
 import { chunkEvent, type FakeUpstream, sleep, startUpstream } from '../../helpers/upstream.js'
 
 const EVENTS = 40_000
@@ -39,9 +39,8 @@ describe('a client that stops reading a stream', { timeout: 60_000 }, () => {
 
   // 66 MB: the buffers on the way (kernel, Node) held 8-10 MB here while paused
   it("pauses the server while the client's socket is full, then relays every event in order", async () => {
-    const { hostname, port } = new URL(gw.url)
     const payload = JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] })
-    const socket = connect(Number(port), hostname)
+    const socket = await openSocket(gw.url)
     const received: Buffer[] = []
     socket.on('data', (c: Buffer) => received.push(c))
     const closed = new Promise<void>((r) => socket.on('close', () => r()))
