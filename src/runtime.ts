@@ -12,7 +12,7 @@ import { DEFAULTS, type GatewayConfig, poolSchema } from './config/schema.js'
 import { buildHttpApps, type HttpApps } from './http-apps.js'
 import { TokenEstimator } from './openai/token-estimator.js'
 import type { Reloadable } from './reload.js'
-import { type SimHandle, startSim } from './sim/index.js'
+import { type SimThread, startSimThread } from './sim/sim-thread.js'
 import { createTelemetry } from './telemetry/index.js'
 import { collectProcessMetrics } from './telemetry/process-metrics.js'
 import { TenantDirectory } from './tenants/directory.js'
@@ -30,16 +30,16 @@ export interface GatewayRuntime extends Reloadable {
   close(): Promise<void>
 }
 
-/** Starts the embedded simulator and points a pool at it (config.simulator.enabled). */
-async function withSimulator(config: GatewayConfig, logger: Logger): Promise<[GatewayConfig, SimHandle]> {
+/**
+ * Starts the embedded simulator, on a thread of its own (sim-thread.ts), and points a pool at
+ * it (config.simulator.enabled).
+ */
+async function withSimulator(config: GatewayConfig, logger: Logger): Promise<[GatewayConfig, SimThread]> {
   const s = config.simulator
-  const sim = await startSim({
-    profile: s.profile,
-    replicas: s.replicas,
-    timeScale: s.time_scale,
-    seed: s.seed,
-    port: 0,
-  })
+  const sim = await startSimThread(
+    { profile: s.profile, replicas: s.replicas, timeScale: s.time_scale, seed: s.seed, port: 0 },
+    (err) => logger.error({ err }, 'built-in simulator stopped: its thread ended; its endpoints will fail'),
+  )
   const urls = sim.replicas.map((r) => r.url)
   const model = sim.modelName
   const pools =
@@ -135,7 +135,7 @@ export async function createRuntime(
   logger: Logger,
   clock: Clock = systemClock,
 ): Promise<GatewayRuntime> {
-  let sim: SimHandle | undefined
+  let sim: SimThread | undefined
   let config = base
   if (base.simulator.enabled) [config, sim] = await withSimulator(base, logger)
   const registry = new Registry()

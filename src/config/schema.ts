@@ -173,7 +173,7 @@ const backendsSchema = z.strictObject({
 })
 
 const simulatorSchema = z.strictObject({
-  /** Start the built-in simulator in-process and use it as the pools' endpoints. */
+  /** Start the built-in simulator (on a worker thread of this process) and use it as the pools' endpoints. */
   enabled: z.boolean().default(false),
   profile: z.string().min(1).default('llama-3.1-8b-h100'),
   replicas: positiveInt.max(64).default(2),
