@@ -393,8 +393,11 @@ export class PoolAdmission {
     const now = this.clock.now()
     if (now - this.lastShedAt < SHED_INTERVAL_MS) return
     this.lastShedAt = now
-    if (this.predictor.refuseHopeless(now, (w, error) => this.refuseQueued(w, error, now)) > 0)
-      this.afterDequeue()
+    const refuse = (w: Waiting, error: GatewayError) => {
+      this.ttft.refusedFromQueue(w.className)
+      this.refuseQueued(w, error, now)
+    }
+    if (this.predictor.refuseHopeless(now, refuse) > 0) this.afterDequeue()
   }
 
   private afterDequeue(): void {

@@ -102,6 +102,17 @@ export class TtftObjectives {
     if (c !== undefined && sloMs !== undefined && predictedMs <= sloMs) c.margin.observe(ttftMs > sloMs)
   }
 
+  /**
+   * A request admitted on its prediction was refused from the queue (early-refusal.ts): its
+   * prediction at arrival was wrong as a miss is, and the margin learns it the same way, so
+   * that while the queue refuses, arrival refuses more and the queue less. (Not counted,
+   * requests went on being admitted into the queue and refused there: 4-37 a level at 2x and
+   * 4x in bench:admission's unique workload, up to 44% of those queued.)
+   */
+  refusedFromQueue(className: string): void {
+    this.byClass.get(className)?.margin.observe(true)
+  }
+
   /** Each class's margin, for /admin/state. */
   margins(): Record<string, number> {
     return Object.fromEntries(

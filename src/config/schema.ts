@@ -341,8 +341,8 @@ const admissionSchema = z
     margin: z.number().min(0).max(0.9).default(0.1),
     /**
      * The share of admitted requests that may miss their TTFT objective: the margin of a
-     * class widens (2 points per miss, up to 0.5) while more miss, and narrows back to
-     * `margin` while fewer do. 0: a fixed margin.
+     * class widens (2 points per miss or refusal from the queue, up to 0.5) while more miss,
+     * and narrows back to `margin` while fewer do. 0: a fixed margin.
      */
     ttft_miss_target: z.number().min(0).max(0.5).default(0.005),
     /**

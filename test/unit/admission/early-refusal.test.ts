@@ -1,8 +1,9 @@
 /**
  * Early refusal (issue 14): a queued request of a class refused on its TTFT is predicted
  * again at each dispatch cycle, and refused (503 ttft_slo, with a Retry-After) as soon as
- * its prediction can no longer meet its objective, long before its queue deadline; one
- * still on track stays queued; a class that waits (batch) is never refused so.
+ * its prediction can no longer meet its objective, long before its queue deadline (and the
+ * class's margin learns it as a miss); one still on track stays queued; a class that waits
+ * (batch) is never refused so.
  */
 import { describe, expect, it } from 'vitest'
 import { PoolAdmission, Waiting } from '../../../src/admission/pool-admission.js'
@@ -52,6 +53,7 @@ describe('early refusal of queued requests', () => {
     expect(pa.place(waiting, 't', 1, far)).toBe(waiting)
     pa.pump()
     expect(waiting.outcome).toBeUndefined() // on track: 0 ms waited + ~30 ms at the server
+    expect(pa.ttft.margins().interactive).toBe(0.1) // the configured margin
     // the server stalls: 400 ms later it may still make it (400 + queue + 30 < 500) ...
     clock.advance(400)
     pa.pump()
@@ -66,6 +68,9 @@ describe('early refusal of queued requests', () => {
     expect(err.retryAfterMs).toBeGreaterThan(0)
     expect(waiting.ticket.queuedMs).toBe(480) // its wait, sent in x-gateway-queue-ms
     expect(pa.depths().find((d) => d.class === 'interactive')?.queued).toBe(0)
+    // its prediction at arrival was wrong, as a miss's is: the class's margin widens the same
+    // way (2 points), so arrivals are refused sooner while the queue refuses
+    expect(pa.ttft.margins().interactive).toBe(0.12)
     pa.close()
   })
 
