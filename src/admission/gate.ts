@@ -331,21 +331,6 @@ export class EndpointGates {
     return this.timelines.get(endpoint)?.stepBegan(now)
   }
 
-  /**
-   * Milliseconds until one of these endpoints is expected to have prefill budget for
-   * `promptTokens` more (0 when one has it now): when the prompts pending there are
-   * expected to have their first tokens.
-   */
-  roomInMs(views: readonly EndpointView[], promptTokens: number, computeAt?: ComputeAt): number {
-    const now = this.clock.now()
-    let best = Number.POSITIVE_INFINITY
-    for (const v of views) {
-      const tokens = computeAt?.(v) ?? promptTokens
-      best = Math.min(best, this.prefilling.roomInMs(v.name, tokens, this.budget(v).tokens, now))
-    }
-    return Number.isFinite(best) ? best : 0
-  }
-
   /** The endpoint's prefill budget now: the override, else from its engine facts (prefill-budget.ts). */
   budget(v: { readonly facts?: EngineFactsView | undefined }): PrefillBudget {
     if (this.budgetOverride !== undefined)
