@@ -188,6 +188,22 @@ export function judge(o: Outcome, slo: ClassSlo, scale: number, untilWall: numbe
   }
 }
 
+/**
+ * For `--raw`: whether `o` arrived in the measured window `w` (the report judges it there)
+ * and, if it was admitted, whether it was good at the judging horizon, as the report counts
+ * it: the raw outcomes then add up to the report's goodput.
+ */
+export function rawVerdict(
+  o: Outcome,
+  w: Window,
+  slo: ClassSlo,
+  scale: number,
+): { judged: boolean; good?: boolean } {
+  const judged = arrivedIn(o, w)
+  if (isRefusal(o) || o.error !== undefined || (o.status !== 200 && o.status !== 0)) return { judged }
+  return { judged, good: judge(o, slo, scale, w.judgeUntilMs * scale).good }
+}
+
 export function classMetrics(
   seg: SegmentResult,
   everything: readonly Outcome[],

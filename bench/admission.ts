@@ -22,6 +22,7 @@ import { gatewayConfig } from './admission-child.js'
 import { outcomeLine } from './admission-client.js'
 import { loadBenchFile } from './admission-config.js'
 import { parseFloors } from './admission-floor.js'
+import { rawVerdict } from './admission-metrics.js'
 import { PATHS, type PathName, runWorkload } from './admission-paths.js'
 import { peerVersions, workloadSection } from './admission-sections.js'
 import { setupSection } from './admission-setup.js'
@@ -41,7 +42,9 @@ const USAGE = `Usage: npm run bench:admission -- [options]
   --preset NAME     a preset of the file (peers-goodput: bench:peers:goodput)
   --scale X         time scale for every workload (default: each workload's, else the file's)
   --out FILE        report file (default reports/admission.md, or the preset's)
-  --raw FILE        also write every request's outcome as JSON lines (wall ms)
+  --raw FILE        also write every request's outcome as JSON lines (wall ms), with judged
+                    (it arrived in the measured window) and good (admitted and good at the
+                    judging horizon): the judged good ones add up to the report's goodput
   --floors LIST     also run the gateway once per batch min_share in LIST (e.g. 0,0.05,0.2)
   --batch-load X    batch flood as a multiple of batch saturation, every workload (0 = none)
   --gateway-set PATH=VALUE
@@ -157,7 +160,11 @@ async function main(): Promise<void> {
           const where = `${wl.name}/${path}`
           for (const [i, seg] of r.segments.entries()) {
             const segment = `${i}:${seg.segment.name}`
-            for (const o of seg.outcomes) raw.push(JSON.stringify(outcomeLine(where, segment, o)))
+            for (const o of seg.outcomes) {
+              const slo = o.arrival.cls === 'interactive' ? slos.interactive : slos.batch
+              const verdict = rawVerdict(o, seg.window, slo, wl.scale)
+              raw.push(JSON.stringify({ ...outcomeLine(where, segment, o), ...verdict }))
+            }
             for (const { arm, retryAfterMs, outcome } of seg.retries)
               raw.push(
                 JSON.stringify({ ...outcomeLine(where, segment, outcome), retry: { arm, retryAfterMs } }),
