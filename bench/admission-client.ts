@@ -47,6 +47,10 @@ export interface Outcome {
 /** A refusal: 429 or 503 (queue_timeout and a proxy's own 503 included). */
 export const isRefusal = (o: Outcome) => o.status === 503 || o.status === 429
 
+/** Admitted and not failed: 200, or no status yet when the run was cut off (queued in the gateway or at the server). */
+export const isAdmitted = (o: Outcome) =>
+  !isRefusal(o) && o.error === undefined && (o.status === 200 || o.status === 0)
+
 /** It arrived (by its schedule, model ms) within `w`'s measured window: it is judged there. */
 export const arrivedIn = (o: Outcome, w: { readonly fromMs: number; readonly toMs: number }) =>
   o.arrival.atMs >= w.fromMs && o.arrival.atMs < w.toMs

@@ -18,7 +18,7 @@
  */
 
 import { percentile, sorted } from '../src/loadgen/report.js'
-import { arrivedIn, isRefusal, type Outcome } from './admission-client.js'
+import { arrivedIn, isAdmitted, isRefusal, type Outcome } from './admission-client.js'
 import type { SegmentResult, Snapshot, Window } from './admission-run.js'
 import type { BenchClass } from './admission-workload.js'
 
@@ -200,8 +200,7 @@ export function rawVerdict(
   scale: number,
 ): { judged: boolean; good?: boolean } {
   const judged = arrivedIn(o, w)
-  if (isRefusal(o) || o.error !== undefined || (o.status !== 200 && o.status !== 0)) return { judged }
-  return { judged, good: judge(o, slo, scale, w.judgeUntilMs * scale).good }
+  return isAdmitted(o) ? { judged, good: judge(o, slo, scale, w.judgeUntilMs * scale).good } : { judged }
 }
 
 export function classMetrics(
@@ -239,7 +238,7 @@ export function classMetrics(
       rejectedBy[r] = (rejectedBy[r] ?? 0) + 1
       continue
     }
-    if (o.error !== undefined || (o.status !== 200 && o.status !== 0)) {
+    if (!isAdmitted(o)) {
       errors++
       const k = o.status === 0 ? (o.error ?? 'unknown') : String(o.status)
       errorsBy[k] = (errorsBy[k] ?? 0) + 1

@@ -7,7 +7,7 @@
  */
 import { percentile, sorted } from '../src/loadgen/report.js'
 import { PROMPT_LENGTH_BUCKETS, promptLengthBucket } from '../src/telemetry/length-buckets.js'
-import { arrivedIn, isRefusal, type Outcome } from './admission-client.js'
+import { arrivedIn, isAdmitted, isRefusal, type Outcome } from './admission-client.js'
 import { type ClassSlo, judge } from './admission-metrics.js'
 import type { Retried, SegmentResult } from './admission-run.js'
 
@@ -172,9 +172,7 @@ export function quality(seg: SegmentResult, slo: ClassSlo, scale: number): Quali
   const atArrival = early.filter((o) => o.queueMs === undefined)
   const onNew = atArrival.filter((o) => o.newConnection === true)
   const fromQueue = early.filter((o) => o.queueMs !== undefined)
-  const admitted = judged.filter(
-    (o) => !isRefusal(o) && o.error === undefined && (o.status === 200 || o.status === 0),
-  )
+  const admitted = judged.filter(isAdmitted)
   const tally = new Map<string, { count: number; metSlo: number }>()
   for (const o of admitted) {
     if (o.degraded === undefined) continue
