@@ -14,7 +14,7 @@ import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock, TimerClock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import { type Objectives, objectivesFor } from '../objectives.js'
+import { emptyPromptTtftMs, type Objectives, objectivesFor } from '../objectives.js'
 import type { JsonBody } from '../openai/request-fields.js'
 import { INITIAL_CHARS_PER_TOKEN, type TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
@@ -67,6 +67,36 @@ export type Decision =
 /** What request `t` is admitted and queued by in `pa` (TtftObjectives.admitBy). */
 function admitBy(pa: PoolAdmission, t: Ticket, className: string, objectives: Objectives) {
   return pa.ttft.admitBy(className, objectives, t.promptTokens, t.arrivedAt, pa.estimator.msPerPromptToken())
+}
+
+/**
+ * Request `t`'s `budget` under a length-aware objective, raised where its prediction `p` is
+ * over it but within its own objective (TtftObjectives.lengthBudget): a prompt of one token
+ * is predicted at its place in the queue (`order`), to tell the wait every length shares
+ * from what its length adds. Not length-aware, or its prediction within `budget`: no
+ * second prediction.
+ */
+function lengthBudget(
+  pa: PoolAdmission,
+  t: Ticket,
+  className: string,
+  objectives: Objectives,
+  budget: number,
+  order: number | undefined,
+  p: Prediction,
+  outputTokens: number,
+): number {
+  if (p.totalMs <= budget || p.totalMs > pa.ttft.budget(className, objectives.ttft_ms)) return budget
+  if (emptyPromptTtftMs(objectives, t.promptTokens) === undefined) return budget
+  const short = pa.predictor.predict(className, 1, 1 + outputTokens, undefined, t.sessionId, order)
+  return pa.ttft.lengthBudget(
+    className,
+    objectives,
+    t.promptTokens,
+    budget,
+    p.totalMs,
+    short.prediction.totalMs,
+  )
 }
 
 export class Admission implements AdmissionControl {
@@ -165,6 +195,11 @@ export class Admission implements AdmissionControl {
     let pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
     if (pp.usable === 0) return this.noBackend(t, req.pool)
     pa.arrived(className, pp.leastComputeTokens)
+    // a long prompt under a length-aware objective: its budget, by what its length adds now
+    const lengthAware = () => {
+      budget = lengthBudget(pa, t, className, objectives, budget, order, pp.prediction, req.expectedOutput)
+    }
+    lengthAware()
     if (
       cls.reject_on_ttft &&
       pp.heldByPromises &&
@@ -217,6 +252,7 @@ export class Admission implements AdmissionControl {
         ;({ budget, order } = admitBy(pa, t, className, objectives))
         pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
         lost ||= pp.usable === 0
+        if (!lost) lengthAware()
         // the rest of the ladder is the interactive class's: the demoted request is done with it
         return 'done'
       }
@@ -230,6 +266,7 @@ export class Admission implements AdmissionControl {
       kvTokens = promptTokens + req.choices * req.expectedOutput
       pp = pa.predictor.predict(className, promptTokens, kvTokens, blocks, t.sessionId, order)
       lost ||= pp.usable === 0
+      if (!lost) lengthAware()
       return lost ? 'done' : 'applied'
     })
     t.degraded.push(...applied)

@@ -70,7 +70,9 @@ export class TtftObjectives {
    * length may wait alike: a long prompt neither fills the queue to a depth the short ones
    * cannot wait through, nor is overtaken by the short ones arriving in the slack its
    * allowance gave it (a later deadline) until it is refused from the queue. It is still
-   * judged (and refused from the queue, early-refusal.ts) by its own objective.
+   * judged (and refused from the queue, early-refusal.ts) by its own objective. Where its
+   * prediction is over this budget, admission raises the budget by the wait its length
+   * adds (lengthBudget).
    */
   admitBy(
     className: string,
@@ -89,6 +91,31 @@ export class TtftObjectives {
       budget: Math.min(budget, this.budget(className, empty) + prefillMs),
       order: arrivedAt + Math.min(slo, empty + prefillMs),
     }
+  }
+
+  /**
+   * A length-aware `budget` (admitBy's) raised by what the prompt's length adds to its
+   * prediction now: `predictedMs` less `shortPredictedMs`, a prompt of one token's in the
+   * same state. admitBy prices the length at the learned prefill rate alone, but a long
+   * prompt also waits longer for the dispatcher's own rules (room in the prefill budget, the
+   * first-token promises of the prompts sent before it); charged against the wait all
+   * lengths share, that refused the longest prompts of bench:admission's length-aware
+   * workload at 2x 2.5-5x as often as the shortest, predicted well within their own
+   * objectives. Raised, a long prompt is refused when a short one would be, or when its own
+   * objective (× (1 − the margin)) cannot be met: never beyond that.
+   */
+  lengthBudget(
+    className: string,
+    objectives: Objectives,
+    promptTokens: number,
+    budget: number,
+    predictedMs: number,
+    shortPredictedMs: number,
+  ): number {
+    const empty = emptyPromptTtftMs(objectives, promptTokens)
+    if (empty === undefined) return budget
+    const own = this.budget(className, objectives.ttft_ms)
+    return Math.max(budget, Math.min(own, this.budget(className, empty) + predictedMs - shortPredictedMs))
   }
 
   /**

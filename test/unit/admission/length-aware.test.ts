@@ -2,13 +2,14 @@
  * Length-aware TTFT objectives (classes.<name>.slo.ttft_ms_per_1k_prompt_tokens): a
  * request's TTFT objective grows with its prompt, so admission judges a long prompt by
  * what its length allows instead of refusing it for being long; the allowance pays for the
- * prompt's own prefill, not a longer wait in the queue (every length waits alike); the
+ * prompt's own prefill and the wait its length adds, not the wait every length shares; the
  * verdict reads the whole objective; a class without the allowance keeps one shared
  * objective object.
  */
 import { describe, expect, it } from 'vitest'
 import { Admission } from '../../../src/admission/admission.js'
 import type { Queued } from '../../../src/admission/face.js'
+import { TtftObjectives } from '../../../src/admission/ttft-objectives.js'
 import type { Lease } from '../../../src/backends/types.js'
 import { ManualClock } from '../../../src/clock.js'
 import { configSchema } from '../../../src/config/schema.js'
@@ -96,20 +97,39 @@ describe('length-aware TTFT objectives', () => {
     pa.close()
   })
 
-  it('a long prompt may wait in the queue no longer than a short one: refused where its own objective alone would admit it', () => {
+  it('a long prompt is admitted for the wait its own length adds, where a short prompt is admitted', () => {
     const aware = setup(400)
     const pool = aware.request(0).pool as FakePool
     pool.slots = 1
     const body = { model: 'm', messages: [] }
     expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
-    // short prompts queued behind the one running: a wait a short prompt still takes
+    // short prompts queued ahead of it: they share an engine step, the long one waits for room
     for (let i = 0; i < 5; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+    const pa = aware.admission.poolAdmission(pool)
+    const long = aware.request(4000)
+    expect(aware.admission.decide(long).kind).toBe('admit')
+    // over the budget an empty prompt's plus its prefill at the learned rate gives (75 ms +
+    // 4,000 x the rate): the wait its length adds is paid by its allowance too
+    const capped = 150 * 0.5 + 4000 * pa.estimator.msPerPromptToken()
+    expect(long.ticket.predictedTtftMs).toBeGreaterThan(capped)
+    expect(aware.admission.decide(aware.request(100)).kind).toBe('admit')
+    pa.close()
+  })
+
+  it('a long prompt is refused where a short prompt is: the wait every length shares', () => {
+    const aware = setup(400)
+    const pool = aware.request(0).pool as FakePool
+    pool.slots = 1
+    const body = { model: 'm', messages: [] }
+    expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
+    for (let i = 0; i < 20; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+    const short = aware.admission.decide(aware.request(100))
+    expect(short.kind === 'reject' && short.error.rejectReason).toBe('ttft_slo')
     const long = aware.request(4000)
     const refused = aware.admission.decide(long)
     expect(refused.kind === 'reject' && refused.error.rejectReason).toBe('ttft_slo')
     // predicted well within half its own 1,750 ms: the length-aware objective alone admitted it
     expect(long.ticket.predictedTtftMs).toBeLessThan(1750 * 0.5)
-    expect(aware.admission.decide(aware.request(100)).kind).toBe('admit')
     aware.admission.poolAdmission(pool).close()
   })
 
@@ -133,6 +153,19 @@ describe('length-aware TTFT objectives', () => {
     const pa = aware.admission.poolAdmission(pool)
     expect(pa.depths().find((d) => d.class === 'chat')?.queued).toBe(1) // the long one still waits
     pa.close()
+  })
+
+  it("raises a budget by what the length adds, never past the request's own objective", () => {
+    const aware = setup(400)
+    const ttft = new TtftObjectives(aware.config.classes, aware.config.admission)
+    const objectives = { ttft_ms: 150 + 1600, tpot_ms: 50, ttft_ms_per_1k_prompt_tokens: 400 } // 4,000 tokens
+    // an empty prompt's 75 ms (margin 0.5) + 300 ms its length adds
+    expect(ttft.lengthBudget('chat', objectives, 4000, 200, 330, 30)).toBe(375)
+    // never below admitBy's budget, never past its own 875 ms
+    expect(ttft.lengthBudget('chat', objectives, 4000, 200, 100, 90)).toBe(200)
+    expect(ttft.lengthBudget('chat', objectives, 4000, 200, 2000, 30)).toBe(875)
+    // not length-aware: the budget as it was
+    expect(ttft.lengthBudget('chat', { ttft_ms: 150, tpot_ms: 50 }, 4000, 75, 330, 30)).toBe(75)
   })
 
   it('the verdict judges a request by the objective of its length', () => {
