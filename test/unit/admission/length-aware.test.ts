@@ -47,6 +47,17 @@ function setup(per1k: number | undefined) {
   return { config, admission, request }
 }
 
+/** 400 ms per 1k prompt tokens, a pool of one slot: a 100-token prompt running and `n` queued behind it. */
+function shortsQueued(n: number) {
+  const aware = setup(400)
+  const pool = aware.request(0).pool as FakePool
+  pool.slots = 1
+  const body = { model: 'm', messages: [] }
+  expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
+  for (let i = 0; i < n; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+  return { aware, pool }
+}
+
 /** A request of class `chat` for model `m`, of `promptTokens` and 16 output tokens, as parse leaves it. */
 function chatRequest(pool: FakePool, promptTokens: number) {
   const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
@@ -98,13 +109,8 @@ describe('length-aware TTFT objectives', () => {
   })
 
   it('a long prompt is admitted for the wait its own length adds, where a short prompt is admitted', () => {
-    const aware = setup(400)
-    const pool = aware.request(0).pool as FakePool
-    pool.slots = 1
-    const body = { model: 'm', messages: [] }
-    expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
     // short prompts queued ahead of it: they share an engine step, the long one waits for room
-    for (let i = 0; i < 5; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+    const { aware, pool } = shortsQueued(5)
     const pa = aware.admission.poolAdmission(pool)
     const long = aware.request(4000)
     expect(aware.admission.decide(long).kind).toBe('admit')
@@ -117,12 +123,7 @@ describe('length-aware TTFT objectives', () => {
   })
 
   it('a long prompt is refused where a short prompt is: the wait every length shares', () => {
-    const aware = setup(400)
-    const pool = aware.request(0).pool as FakePool
-    pool.slots = 1
-    const body = { model: 'm', messages: [] }
-    expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
-    for (let i = 0; i < 20; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+    const { aware, pool } = shortsQueued(20)
     const short = aware.admission.decide(aware.request(100))
     expect(short.kind === 'reject' && short.error.rejectReason).toBe('ttft_slo')
     const long = aware.request(4000)
