@@ -14,7 +14,7 @@ import type { BackendPool, Backends } from '../backends/types.js'
 import type { Clock, TimerClock } from '../clock.js'
 import type { GatewayConfig } from '../config/schema.js'
 import { GatewayError } from '../errors.js'
-import { emptyPromptTtftMs, type Objectives, objectivesFor } from '../objectives.js'
+import { type Objectives, objectivesFor } from '../objectives.js'
 import type { JsonBody } from '../openai/request-fields.js'
 import { INITIAL_CHARS_PER_TOKEN, type TokenEstimator } from '../openai/token-estimator.js'
 import type { Ticket } from '../ticket.js'
@@ -67,36 +67,6 @@ export type Decision =
 /** What request `t` is admitted and queued by in `pa` (TtftObjectives.admitBy). */
 function admitBy(pa: PoolAdmission, t: Ticket, className: string, objectives: Objectives) {
   return pa.ttft.admitBy(className, objectives, t.promptTokens, t.arrivedAt, pa.estimator.msPerPromptToken())
-}
-
-/**
- * Request `t`'s `budget` under a length-aware objective, raised where its prediction `p` is
- * over it but within its own objective (TtftObjectives.lengthBudget): a prompt of one token
- * is predicted at its place in the queue (`order`), to tell the wait every length shares
- * from what its length adds. Not length-aware, or its prediction within `budget`: no
- * second prediction.
- */
-function lengthBudget(
-  pa: PoolAdmission,
-  t: Ticket,
-  className: string,
-  objectives: Objectives,
-  budget: number,
-  order: number | undefined,
-  p: Prediction,
-  outputTokens: number,
-): number {
-  if (p.totalMs <= budget || p.totalMs > pa.ttft.budget(className, objectives.ttft_ms)) return budget
-  if (emptyPromptTtftMs(objectives, t.promptTokens) === undefined) return budget
-  const short = pa.predictor.predict(className, 1, 1 + outputTokens, undefined, t.sessionId, order)
-  return pa.ttft.lengthBudget(
-    className,
-    objectives,
-    t.promptTokens,
-    budget,
-    p.totalMs,
-    short.prediction.totalMs,
-  )
 }
 
 export class Admission implements AdmissionControl {
@@ -197,7 +167,15 @@ export class Admission implements AdmissionControl {
     pa.arrived(className, pp.leastComputeTokens)
     // a long prompt under a length-aware objective: its budget, by what its length adds now
     const lengthAware = () => {
-      budget = lengthBudget(pa, t, className, objectives, budget, order, pp.prediction, req.expectedOutput)
+      budget = pa.predictor.lengthBudget(
+        className,
+        objectives,
+        t,
+        budget,
+        order,
+        pp.prediction.totalMs,
+        req.expectedOutput,
+      )
     }
     lengthAware()
     if (

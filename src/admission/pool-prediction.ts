@@ -8,6 +8,8 @@ import type { PromptBlocks } from '../backends/prefix-index.js'
 import type { BackendPool, EndpointView } from '../backends/types.js'
 import type { Clock } from '../clock.js'
 import { GatewayError } from '../errors.js'
+import type { Objectives } from '../objectives.js'
+import type { Ticket } from '../ticket.js'
 import type { ArrivalRate } from './arrival-rate.js'
 import type { ClassQueues } from './class-queues.js'
 import { type EndpointNow, forecastDispatch } from './dispatch-forecast.js'
@@ -266,6 +268,35 @@ export class PoolPredictor {
       w.ticket.dispatchedAt === undefined || w.serverFeatures === undefined
         ? undefined
         : w.ticket.dispatchedAt + this.estimator.serverMs(w.serverFeatures),
+    )
+  }
+
+  /**
+   * Request `t`'s admission `budget` under a length-aware objective, raised where its
+   * prediction `predictedMs` is over it but within its own objective
+   * (TtftObjectives.lengthBudget): a prompt of one token is predicted at its place in the
+   * queue (`order`), to tell the wait every length shares from what its length adds. No
+   * second prediction otherwise: an objective that is not length-aware budgets the same as
+   * its own, so a prediction over the one is over the other.
+   */
+  lengthBudget(
+    className: string,
+    objectives: Objectives,
+    t: Ticket,
+    budget: number,
+    order: number | undefined,
+    predictedMs: number,
+    outputTokens: number,
+  ): number {
+    if (predictedMs <= budget || predictedMs > this.ttft.budget(className, objectives.ttft_ms)) return budget
+    const short = this.predict(className, 1, 1 + outputTokens, undefined, t.sessionId, order)
+    return this.ttft.lengthBudget(
+      className,
+      objectives,
+      t.promptTokens,
+      budget,
+      predictedMs,
+      short.prediction.totalMs,
     )
   }
 
