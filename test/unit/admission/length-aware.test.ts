@@ -42,12 +42,17 @@ function setup(per1k: number | undefined) {
     backends: { pools: [{ name: 'main', models: ['m'], endpoints: ['http://127.0.0.1:1'] }] },
   })
   const pool = new FakePool('main', ['m'])
-  const admission = new Admission(config, fakeBackends(pool), new ManualClock(1000))
-  const request = (promptTokens: number) => chatRequest(pool, promptTokens)
-  return { config, admission, request }
+  const clock = new ManualClock(1000)
+  const admission = new Admission(config, fakeBackends(pool), clock)
+  const request = (promptTokens: number) => chatRequest(pool, promptTokens, clock.now())
+  return { config, admission, request, clock }
 }
 
-/** 400 ms per 1k prompt tokens, a pool of one slot: a 100-token prompt running and `n` queued behind it. */
+/**
+ * 400 ms per 1k prompt tokens, a pool of one slot: a 100-token prompt running and `n` queued
+ * behind it, then 10 ms pass (what arrives next arrived after them, as it does: a prompt
+ * arriving with them would be queued by its deadline among them).
+ */
 function shortsQueued(n: number) {
   const aware = setup(400)
   const pool = aware.request(0).pool as FakePool
@@ -55,12 +60,13 @@ function shortsQueued(n: number) {
   const body = { model: 'm', messages: [] }
   expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
   for (let i = 0; i < n; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+  aware.clock.advance(10)
   return { aware, pool }
 }
 
 /** A request of class `chat` for model `m`, of `promptTokens` and 16 output tokens, as parse leaves it. */
-function chatRequest(pool: FakePool, promptTokens: number) {
-  const t = new Ticket('t', 'POST', '/v1/chat/completions', 1000)
+function chatRequest(pool: FakePool, promptTokens: number, arrivedAt = 1000) {
+  const t = new Ticket('t', 'POST', '/v1/chat/completions', arrivedAt)
   t.model = 'm'
   t.generation = true
   t.requestedClass = 'chat'
@@ -130,6 +136,30 @@ describe('length-aware TTFT objectives', () => {
     const refused = aware.admission.decide(long)
     expect(refused.kind === 'reject' && refused.error.rejectReason).toBe('ttft_slo')
     // predicted well within half its own 1,750 ms: the length-aware objective alone admitted it
+    expect(long.ticket.predictedTtftMs).toBeLessThan(1750 * 0.5)
+    aware.admission.poolAdmission(pool).close()
+  })
+
+  it('a long prompt behind longer prompts queued before it is admitted where a short one arriving with it is', () => {
+    // the slot busy, three 1,000-token prompts queued: by their deadlines (an empty prompt's
+    // plus their prefill) behind a short prompt arriving now and ahead of a 4,000-token one
+    const aware = setup(400)
+    const pool = aware.request(0).pool as FakePool
+    pool.slots = 1
+    const body = { model: 'm', messages: [] }
+    expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
+    const mids = [1, 2, 3].map(() => aware.request(1000))
+    for (const m of mids)
+      expect('lease' in (aware.admission.admit(m.ticket, body, pool) as object)).toBe(true)
+    aware.clock.advance(10)
+    const short = aware.admission.decide(aware.request(100))
+    expect(short.kind).toBe('admit')
+    const long = aware.request(4000)
+    const decided = aware.admission.decide(long)
+    // behind the three by its deadline, it waits for their prefill as well as its own: what
+    // its length adds, paid by its allowance (predicted within half its own 1,750 ms)
+    expect(decided.kind).toBe('admit')
+    expect(long.ticket.predictedTtftMs).toBeGreaterThan(150 * 0.5 + 3 * 1000 * 0.05)
     expect(long.ticket.predictedTtftMs).toBeLessThan(1750 * 0.5)
     aware.admission.poolAdmission(pool).close()
   })
