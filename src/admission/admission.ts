@@ -172,7 +172,6 @@ export class Admission implements AdmissionControl {
         objectives,
         t,
         budget,
-        order,
         pp.prediction.totalMs,
         req.expectedOutput,
       )

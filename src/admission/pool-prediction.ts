@@ -275,30 +275,27 @@ export class PoolPredictor {
    * Request `t`'s admission `budget` under a length-aware objective, raised where its
    * prediction `predictedMs` is over it but within its own objective
    * (TtftObjectives.lengthBudget): a prompt of one token arriving with it is predicted at
-   * its own place in the queue, to tell the wait every length shares from what its length
-   * adds. Predicted at this prompt's place instead (its `order`, later by its prefill), the
-   * one-token prompt waited behind the prompts queued between the two deadlines, and that
-   * wait was charged to every length: bench:admission's length-aware workload, gateway only,
-   * three rounds each at 2x, refused the longest prompts 1.8x as often as the shortest
-   * (61% against 34%), 1.3x with it (53% against 41%). No
-   * second prediction otherwise: an objective that is not length-aware budgets the same as
-   * its own, so a prediction over the one is over the other.
+   * its own place in the queue (an empty prompt's deadline), to tell the wait every length
+   * shares from what its length adds. Predicted at this prompt's place instead (later by its
+   * prefill), the one-token prompt waited behind the prompts queued between the two
+   * deadlines, and that wait was charged to every length: bench:admission's length-aware
+   * workload, gateway only, three rounds each at 2x, refused the longest prompts 1.8x as
+   * often as the shortest (61% against 34%), 1.3x with it (53% against 41%). No second
+   * prediction otherwise: an objective that is not length-aware budgets the same as its own,
+   * so a prediction over the one is over the other.
    */
   lengthBudget(
     className: string,
     objectives: Objectives,
     t: Ticket,
     budget: number,
-    order: number | undefined,
     predictedMs: number,
     outputTokens: number,
   ): number {
     if (predictedMs <= budget || predictedMs > this.ttft.budget(className, objectives.ttft_ms)) return budget
-    // a one-token prompt arriving with it: queued by an empty prompt's deadline, ahead of
-    // whatever this prompt's later deadline puts it behind (that wait its length adds too)
     const empty = emptyPromptTtftMs(objectives, t.promptTokens)
-    const shortOrder = order === undefined || empty === undefined ? order : t.arrivedAt + empty
-    const short = this.predict(className, 1, 1 + outputTokens, undefined, t.sessionId, shortOrder)
+    if (empty === undefined) return budget
+    const short = this.predict(className, 1, 1 + outputTokens, undefined, t.sessionId, t.arrivedAt + empty)
     return this.ttft.lengthBudget(
       className,
       objectives,

@@ -99,11 +99,11 @@ export class TtftObjectives {
    * with it. admitBy prices the length at the learned prefill rate alone, but a long prompt
    * also waits longer for the dispatcher's own rules (room in the prefill budget, the
    * first-token promises of the prompts sent before it) and behind the prompts its later
-   * deadline puts ahead of it; charged against the
-   * wait all lengths share, that refused the longest prompts of bench:admission's
-   * length-aware workload at 2x 2.3-2.6x as often as the shortest (300 requests a level),
-   * predicted well within their own objectives. Raised, a long prompt is refused when a short one would be, or when its own
-   * objective (× (1 − the margin)) cannot be met: never beyond that.
+   * deadline puts ahead of it; charged against the wait all lengths share, that refused the
+   * longest prompts of bench:admission's length-aware workload at 2x 2.3-2.6x as often as
+   * the shortest (300 requests a level), predicted well within their own objectives. Raised,
+   * a long prompt is refused when a short one would be, or when its own objective
+   * (× (1 − the margin)) cannot be met: never beyond that.
    */
   lengthBudget(
     className: string,
