@@ -49,19 +49,22 @@ function setup(per1k: number | undefined) {
 }
 
 /**
- * 400 ms per 1k prompt tokens, a pool of one slot: a 100-token prompt running and `n` queued
- * behind it, then 10 ms pass (what arrives next arrived after them, as it does: a prompt
- * arriving with them would be queued by its deadline among them).
+ * 400 ms per 1k prompt tokens, a pool of one slot: a 100-token prompt running and `n` of
+ * `promptTokens` admitted behind it (`admitted`: what admit gave each), then 10 ms pass (what
+ * arrives next arrived after them, as it does: a prompt arriving with them would be queued by
+ * its deadline among them).
  */
-function shortsQueued(n: number) {
+function queuedBehindOne(n: number, promptTokens = 100) {
   const aware = setup(400)
   const pool = aware.request(0).pool as FakePool
   pool.slots = 1
   const body = { model: 'm', messages: [] }
   expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
-  for (let i = 0; i < n; i++) aware.admission.admit(aware.request(100).ticket, body, pool)
+  const admitted = Array.from({ length: n }, () =>
+    aware.admission.admit(aware.request(promptTokens).ticket, body, pool),
+  )
   aware.clock.advance(10)
-  return { aware, pool }
+  return { aware, pool, admitted }
 }
 
 /** A request of class `chat` for model `m`, of `promptTokens` and 16 output tokens, as parse leaves it. */
@@ -116,7 +119,7 @@ describe('length-aware TTFT objectives', () => {
 
   it('a long prompt is admitted for the wait its own length adds, where a short prompt is admitted', () => {
     // short prompts queued ahead of it: they share an engine step, the long one waits for room
-    const { aware, pool } = shortsQueued(5)
+    const { aware, pool } = queuedBehindOne(5)
     const pa = aware.admission.poolAdmission(pool)
     const long = aware.request(4000)
     expect(aware.admission.decide(long).kind).toBe('admit')
@@ -129,7 +132,7 @@ describe('length-aware TTFT objectives', () => {
   })
 
   it('a long prompt is refused where a short prompt is: the wait every length shares', () => {
-    const { aware, pool } = shortsQueued(20)
+    const { aware, pool } = queuedBehindOne(20)
     const short = aware.admission.decide(aware.request(100))
     expect(short.kind === 'reject' && short.error.rejectReason).toBe('ttft_slo')
     const long = aware.request(4000)
@@ -143,15 +146,8 @@ describe('length-aware TTFT objectives', () => {
   it('a long prompt behind longer prompts queued before it is admitted where a short one arriving with it is', () => {
     // the slot busy, three 1,000-token prompts queued: by their deadlines (an empty prompt's
     // plus their prefill) behind a short prompt arriving now and ahead of a 4,000-token one
-    const aware = setup(400)
-    const pool = aware.request(0).pool as FakePool
-    pool.slots = 1
-    const body = { model: 'm', messages: [] }
-    expect(aware.admission.admit(aware.request(100).ticket, body, pool)).toHaveProperty('release')
-    const mids = [1, 2, 3].map(() => aware.request(1000))
-    for (const m of mids)
-      expect('lease' in (aware.admission.admit(m.ticket, body, pool) as object)).toBe(true)
-    aware.clock.advance(10)
+    const { aware, pool, admitted } = queuedBehindOne(3, 1000)
+    for (const a of admitted) expect('lease' in (a as object)).toBe(true)
     const short = aware.admission.decide(aware.request(100))
     expect(short.kind).toBe('admit')
     const long = aware.request(4000)
