@@ -27,10 +27,19 @@
  * its own, and those expected after it while room lasts). The estimator prices those parts
  * and fits the forecast to what happens (ttft-estimator.ts).
  *
+ * - the streams decoding there grow their context a token a step; those the gateway sent
+ *   there end when their expected output is streamed (each frees its batch slot and KV room,
+ *   and leaves the decode), and the prompts the forecast dispatches decode from the end of
+ *   the step that prefills them: a step's length follows the batch as it shrinks and grows.
+ *   Without them the decoding count stayed as it was now: after a burst of long steps, the
+ *   guard's mean decayed only toward a step of today's batch, so a forecast held it closed
+ *   for hundreds of ms where the streams ending reopened it in tens (bench:admission,
+ *   prefix-sharing at 2x: every queued request refused in one pass, predicted at 640-690
+ *   ms; the requests admitted just after waited ~100 ms and met their objective).
+ *
  * Not played: requests of other classes dispatched meanwhile (a floor's share, out of
- * turn), KV and batch-slot limits, arrivals with an earlier deadline going ahead, streams
- * starting and ending (the decoding count and context grow one token a step). The fit's
- * constant takes their mean.
+ * turn), arrivals with an earlier deadline going ahead, streams of other clients. The
+ * fit's constant takes their mean.
  */
 import { addGaps, type DecayedGaps, type GuardWindow } from './decode-guard.js'
 import type { Ahead } from './early-refusal.js'
@@ -59,10 +68,7 @@ export interface EndpointNow {
   readonly slots: number
   /** KV tokens free there under the class's KV limit now (Infinity: not known). */
   readonly kvFree: number
-  /**
-   * When the requests running there end, soonest first (after how many steps, and the KV
-   * they free with their slot); empty: neither slots nor KV room is expected to run out.
-   */
+  /** When the requests the gateway runs there end, soonest first (after how many steps, and the KV they free with their slot). */
   readonly ends: readonly RunningEnd[]
   readonly model: StepModel
 }
@@ -96,6 +102,11 @@ interface Sim {
   kvFree: number
   steps: number
   ended: number
+  /** Requests (and their prompt tokens) the forecast dispatched into the step in progress and the next: they decode after it. */
+  curReqs: number
+  curCtx: number
+  nextReqs: number
+  nextCtx: number
   readonly e: EndpointNow
 }
 
@@ -130,6 +141,10 @@ export function forecastDispatch(
     kvFree: e.kvFree,
     steps: 0,
     ended: 0,
+    curReqs: 0,
+    curCtx: 0,
+    nextReqs: 0,
+    nextCtx: 0,
     e,
   }))
   let ahead = queuedAhead.tokens
@@ -206,28 +221,24 @@ export function forecastDispatch(
       const n = Math.round(take / unit)
       s.slots -= n
       s.kvFree -= n * unitKv
+      s.nextReqs += n
+      s.nextCtx += take
     }
     return undefined
   }
 }
 
 /**
- * The step in progress at `s` ends: its prompts are done, its streams' gaps (each the
- * step's length) go to the guard's decaying mean (its weights decayed since the last step
- * end, or since now), the next step begins.
+ * The step in progress at `s` ends: its streams' gaps (each the step's length) go to the
+ * guard's decaying mean (its weights decayed since the last step end, or since now), the
+ * running requests whose output is done leave, the prompts it prefilled that the forecast
+ * sent begin to decode, the next step begins.
  */
 function stepEnds(s: Sim): void {
   const gap = s.length
   const sinceMs = s.end - s.t
   s.t = s.end
-  // each stream there got a token: those with none left free their slots
   s.steps++
-  const ends = s.e.ends
-  while (s.ended < ends.length && ends[s.ended]!.steps <= s.steps) {
-    s.kvFree += ends[s.ended]!.kvTokens
-    s.ended++
-    s.slots++
-  }
   const g = s.e.guard
   if (s.decodes > 0) {
     s.context += s.decodes
@@ -236,6 +247,24 @@ function stepEnds(s: Sim): void {
       s.open = s.guard.sumMs / s.guard.gaps <= g.limitMs
     }
   } else s.open = true
+  // each stream there got a token: those with none left free their slots and stop decoding
+  const ends = s.e.ends
+  while (s.ended < ends.length && ends[s.ended]!.steps <= s.steps) {
+    const kv = ends[s.ended]!.kvTokens
+    s.kvFree += kv
+    s.slots++
+    s.ended++
+    if (s.decodes > 0) {
+      s.decodes--
+      s.context = Math.max(0, s.context - kv)
+    }
+  }
+  s.decodes += s.curReqs
+  s.context += s.curCtx
+  s.curReqs = s.nextReqs
+  s.curCtx = s.nextCtx
+  s.nextReqs = 0
+  s.nextCtx = 0
   s.cur = s.next
   s.next = 0
 }

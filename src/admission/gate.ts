@@ -45,8 +45,6 @@ const leastStepOf = (v: EndpointView): number | undefined => v.facts?.leastStepM
 
 export type { Phase, StepMark }
 
-const NO_ENDS: readonly RunningEnd[] = []
-
 /**
  * The gates of one pool's endpoints, per class: headroom (queue, batch slots, KV under the
  * class's limit), the prefill budget (the gateway keeps at most the endpoint's budget of
@@ -277,7 +275,6 @@ export class EndpointGates {
     className: string,
     views: readonly EndpointView[],
     open: (v: EndpointView) => boolean,
-    needs: { readonly requests: number; readonly kvTokens: number },
     ends: (endpoint: string) => readonly RunningEnd[],
   ): EndpointNow[] {
     const limits = this.limits.get(className) as GateLimits
@@ -299,8 +296,7 @@ export class EndpointGates {
         openNow: open(v),
         slots,
         kvFree,
-        // when the running requests end matters only where slots or KV room may run out
-        ends: slots <= needs.requests || kvFree < needs.kvTokens ? ends(v.name) : NO_ENDS,
+        ends: ends(v.name),
         model: tl.model,
       }
     })

@@ -25,8 +25,6 @@ import type { Waiting } from './waiting.js'
 const PROMPT_ALPHA = 0.05
 /** How far a forecast looks for a class without a TTFT objective, ms. */
 const HORIZON_MS = 1000
-/** Batch slots (and their KV) beyond the requests queued ahead under which a forecast plays when they free. */
-const SLOT_MARGIN = 16
 /** A queued request's gate in its re-prediction: closed now (the dispatcher has just run). */
 const NEVER_OPEN = () => false
 /** The whole KV cache (a need beyond its free part means a preemption before the request ends). */
@@ -196,8 +194,7 @@ export class PoolPredictor {
     goesTo?: number,
   ): QueuedAt {
     const horizonMs = this.horizonMs(className)
-    const requests = ahead.requests + SLOT_MARGIN
-    const eps = this.endpointsNow(className, views, open, requests, requests * kvTokens, this.clock.now())
+    const eps = this.endpointsNow(className, views, open, this.clock.now())
     const arriving = this.arrivingAt(className, views)
     const forecast = forecastDispatch(eps, ahead, computeTokens, kvTokens, arriving, horizonMs, goesTo)
     return { forecast, horizonMs }
@@ -219,18 +216,15 @@ export class PoolPredictor {
 
   /**
    * The endpoints as a forecast for `className` starts from them (EndpointGates.endpointsNow),
-   * with when their running requests end where `requests` more, needing `kvTokens`, may not fit.
+   * with when their running requests end.
    */
   private endpointsNow(
     className: string,
     views: readonly EndpointView[],
     open: (v: EndpointView) => boolean,
-    requests: number,
-    kvTokens: number,
     now: number,
   ): EndpointNow[] {
-    const ends = (e: string) => this.running.ends(e, now)
-    return this.gates.endpointsNow(className, views, open, { requests, kvTokens }, ends)
+    return this.gates.endpointsNow(className, views, open, (e) => this.running.ends(e, now))
   }
 
   /**
@@ -332,14 +326,7 @@ export class PoolPredictor {
       if (queued === 0) continue
       // the endpoints as each queued request's forecast starts from them, once for the class:
       // none is open to it now (the dispatcher has just run)
-      const eps = this.endpointsNow(
-        name,
-        views,
-        NEVER_OPEN,
-        queued + SLOT_MARGIN,
-        Number.POSITIVE_INFINITY,
-        now,
-      )
+      const eps = this.endpointsNow(name, views, NEVER_OPEN, now)
       const arriving = this.arrivingAt(name, views)
       const horizonMs = this.horizonMs(name)
       const queueWaitMs = (w: Waiting, ahead: Ahead) =>

@@ -209,4 +209,50 @@ describe('forecastDispatch', () => {
     const eps = [endpoint({ residualMs: 100, stepMs: 210, inStepTokens: 8000, openNow: false })]
     expect(fc(eps, requests(40, 2000), 1000, 0, 500)).toBeUndefined()
   })
+
+  it('plays the batch as it shrinks and grows: streams ending shorten the steps, the queue ahead lengthens them once it decodes', () => {
+    // an engine whose decode step is 5 ms + 0.5 ms a stream (learned), prefill 40,000 tokens/s
+    const perSeq = new StepModel({ stepMs: 5, prefillTokensPerS: 40_000 })
+    for (let i = 0; i < 400; i++) {
+      const d = i % 60
+      const p = (i * 37) % 3000
+      perSeq.observe([1, p, d, 0], 5 + 0.025 * p + 0.5 * d)
+    }
+    expect(perSeq.ms(0, 40, 0)).toBeCloseTo(25, 1)
+    // 40 streams decoding (25 ms steps); the guard's mean is 40 ms and its limit 20 ms: with
+    // the batch as it is, the steps stay over the limit and the guard never opens
+    const guard = { tauMs: 200, sumMs: 40 * 200, gaps: 200, limitMs: 20, open: false }
+    const stuck = endpoint({ residualMs: 5, stepMs: 25, decodes: 40, guard, openNow: false, model: perSeq })
+    expect(fc([stuck], none, 500, 0, 2000)).toBeUndefined()
+    // 30 of them have 3 tokens left: after the third step 10 decode, at 10 ms a step, and the
+    // mean (~36 ms then) decays within the limit in 200 x ln(26 / 10) ~ 190 ms
+    const ends = [
+      ...Array.from({ length: 30 }, () => ({ steps: 3, kvTokens: 500 })),
+      ...Array.from({ length: 10 }, () => ({ steps: 400, kvTokens: 500 })),
+    ]
+    const f = fc([{ ...stuck, ends }], none, 500, 0, 2000)
+    expect(f).toBeDefined()
+    expect(f!.waitMs).toBeGreaterThan(5 + 2 * 25 + 15 * 10)
+    expect(f!.waitMs).toBeLessThan(5 + 2 * 25 + 25 * 10)
+    expect(f!.decodeStepMs).toBeCloseTo(10, 0) // the batch it joins: the 10 left
+    // the same endpoint open, 3,000 tokens of budget, and 60 requests of 100 tokens queued
+    // ahead: 30 go now, their prefill step (85 ms) ends at 90 ms and the next 30 go; once
+    // prefilled the first 30 decode too (40 streams), so the step that prefills the second 30
+    // (100 ms) gives 40 gaps over the limit: the guard closes at 190 ms, where with the batch
+    // as it was (10 streams) it stayed open and this request went; with nothing ahead it
+    // goes at once
+    const calm = { tauMs: 200, sumMs: 10 * 200, gaps: 200, limitMs: 20, open: true }
+    const open = endpoint({
+      residualMs: 5,
+      stepMs: 10,
+      decodes: 10,
+      guard: calm,
+      budgetTokens: 3000,
+      model: perSeq,
+      ends: Array.from({ length: 10 }, () => ({ steps: 400, kvTokens: 500 })),
+    })
+    expect(fc([open], none, 100, 0, 2000)?.waitMs).toBe(0)
+    const behind = fc([open], requests(60, 100), 100, 0, 2000)
+    expect(behind === undefined || behind.waitMs > 5 + 85 + 100 + 25).toBe(true)
+  })
 })
