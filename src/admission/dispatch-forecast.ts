@@ -19,14 +19,7 @@
  *   into the room, whole requests (of the mean size queued) at a time, as the dispatcher
  *   takes them (one that does not fit waits for room, and an endpoint with nothing pending
  *   takes the head whatever its size: a prompt larger than the whole budget goes alone);
- *   the request goes when what is ahead of it and its own prompt fit.
- *
- * Its first token then comes at the end of the step after the one in progress (a prompt
- * sent when a step ended misses the step the engine began at once): after the step in
- * progress, the step with the prompts dispatched with it (those ahead of it in that burst,
- * its own, and those expected after it while room lasts). The estimator prices those parts
- * and fits the forecast to what happens (ttft-estimator.ts).
- *
+ *   the request goes when what is ahead of it and its own prompt fit;
  * - the streams decoding there grow their context a token a step; those the gateway sent
  *   there end when their expected output is streamed (each frees its batch slot and KV room,
  *   and leaves the decode), and the prompts the forecast dispatches decode from the end of
@@ -36,6 +29,12 @@
  *   for hundreds of ms where the streams ending reopened it in tens (bench:admission,
  *   prefix-sharing at 2x: every queued request refused in one pass, predicted at 640-690
  *   ms; the requests admitted just after waited ~100 ms and met their objective).
+ *
+ * Its first token then comes at the end of the step after the one in progress (a prompt
+ * sent when a step ended misses the step the engine began at once): after the step in
+ * progress, the step with the prompts dispatched with it (those ahead of it in that burst,
+ * its own, and those expected after it while room lasts). The estimator prices those parts
+ * and fits the forecast to what happens (ttft-estimator.ts).
  *
  * Not played: requests of other classes dispatched meanwhile (a floor's share, out of
  * turn), arrivals with an earlier deadline going ahead, streams of other clients. The
