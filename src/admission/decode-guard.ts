@@ -103,6 +103,12 @@ export interface GuardWindow {
   readonly open: boolean
 }
 
+/** The next step at an endpoint, with the prompts pending there: its length by the step model, and the streams it holds up. */
+export interface NextStep {
+  readonly stepMs: number
+  readonly streams: number
+}
+
 /** The decayed sums of a run of gaps (ms) and of their weights: the mean is their ratio. */
 export interface DecayedGaps {
   sumMs: number
@@ -344,12 +350,29 @@ export class DecodeGuard {
     }
   }
 
-  /** True when `className` may add a request to `endpoint`'s running batch now (`leastStepMs`: the endpoint's, when measured). */
-  allows(className: string, endpoint: string, leastStepMs?: number): boolean {
+  /**
+   * True when `className` may add a request to `endpoint`'s running batch now (`leastStepMs`:
+   * the endpoint's, when measured): its ITL mean is within the class's limit, and stays
+   * within it with `next`, the step the prompts already sent there will be prefilled in,
+   * counted in as a gap of each stream decoding there. The mean shows a step only once it
+   * has ended: without `next`, a burst of cheap prompts (a prefix-cache hit each) all passed
+   * the guard within one step and made the next steps long for every stream (bench:admission,
+   * prefix-sharing at 2x: the ITL at 63-84 ms as the load doubled, the TPOT margin then at
+   * its cap and arrivals refused for seconds). The request's own prompt is not counted: a
+   * long prompt alone would otherwise wait on a young or slow meter for the streams to end.
+   */
+  allows(className: string, endpoint: string, leastStepMs?: number, next?: NextStep): boolean {
     const limit = this.limitMs(className, leastStepMs)
     if (limit === Number.POSITIVE_INFINITY) return true
-    const itl = this.itl(endpoint)
-    return itl === undefined || itl <= limit
+    const m = this.meters.get(endpoint)
+    const now = this.clock.now()
+    const itl = m?.meanAt(now, this.tauMs)
+    if (m === undefined || itl === undefined) return true
+    if (itl > limit) return false
+    if (next === undefined || next.streams <= 0) return true
+    const decay = m.decayTo(now, this.tauMs)
+    const sum = m.decayed.sumMs * decay + next.stepMs * next.streams
+    return sum / (m.decayed.gaps * decay + next.streams) <= limit
   }
 
   state(): Record<string, number | null> {

@@ -14,7 +14,10 @@
  *   lasts what the model says of them and the streams decoding there;
  * - each step end adds one gap of that step's length per decoding stream to the guard's
  *   decaying mean (the weights before it decaying by the time since), and the guard is
- *   open after it while that mean is within the class's limit (decode-guard.ts);
+ *   open after it while that mean is within the class's limit, and would stay within it
+ *   with the next step (the prompts sent there since the step in progress began, and those
+ *   the forecast sent) counted in as one more gap per decoding stream (decode-guard.ts,
+ *   DecodeGuard.allows);
  * - at a step end where the guard is open and the budget has room, the queue ahead drains
  *   into the room, whole requests (of the mean size queued) at a time, as the dispatcher
  *   takes them (one that does not fit waits for room, and an endpoint with nothing pending
@@ -189,6 +192,7 @@ export function forecastDispatch(
   /** The dispatcher at `s` now (`residual`: ms left in the step that began or runs there). */
   function offer(s: Sim, residual: number): DispatchForecast | undefined {
     if (!s.open || s.slots < 1 || s.kvFree < unitKv) return undefined
+    if (nextStepCloses(s)) return undefined
     const pending = s.cur + s.next
     // an endpoint with nothing pending takes the head whatever its size
     const room =
@@ -266,6 +270,14 @@ function stepEnds(s: Sim): void {
   s.nextCtx = 0
   s.cur = s.next
   s.next = 0
+}
+
+/** The step after the one in progress at `s`, with the prompts pending there, takes the guard's mean over its limit (DecodeGuard.allows). */
+function nextStepCloses(s: Sim): boolean {
+  const g = s.e.guard
+  if (g === undefined || s.next <= 0 || s.decodes <= 0 || s.guard.gaps <= 0) return false
+  const step = stepMs(s, s.next)
+  return (s.guard.sumMs + step * s.decodes) / (s.guard.gaps + s.decodes) > g.limitMs
 }
 
 function stepMs(s: Sim, prefill: number): number {

@@ -11,7 +11,7 @@ import {
   configured,
   DEFAULT_PREFILL_BUDGET,
 } from '../config/schema.js'
-import { DecodeGuard, type ItlWindow } from './decode-guard.js'
+import { DecodeGuard, type ItlWindow, type NextStep } from './decode-guard.js'
 import type { EndpointNow } from './dispatch-forecast.js'
 import { breaksPromise } from './first-token-promise.js'
 import { freeSlots, type GateLimits, hasHeadroom, kvFits, kvFreeTokens } from './headroom.js'
@@ -150,11 +150,23 @@ export class EndpointGates {
       const tokens = computeAt?.(v) ?? promptTokens
       const budget = this.budget(v).tokens * this.share(className, limits, pastGuard)
       if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) return false
-      if (!pastGuard && !this.guard.allows(className, v.name, leastStepOf(v))) return false
+      if (!pastGuard && !this.guard.allows(className, v.name, leastStepOf(v), this.nextStep(v.name)))
+        return false
       if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) return false
       // last: the only gate that walks the ledger's prompts
       return pastGuard || !keepPromises || !this.breaksPromise(v.name, tokens, priority)
     }
+  }
+
+  /**
+   * The step after the one in progress at `endpoint`, with the prompts sent there since it
+   * began (DecodeGuard.allows); undefined with none pending or no stream decoding there.
+   */
+  private nextStep(endpoint: string): NextStep | undefined {
+    const tl = this.timeline(endpoint)
+    if (tl.decoding === 0) return undefined
+    const pending = this.prefilling.at(endpoint) - tl.phase(this.clock.now()).inStepTokens
+    return pending <= 0 ? undefined : { stepMs: tl.nextStepMs(pending), streams: tl.decoding }
   }
 
   /** A class's priority (lower runs first); 0 for none. */

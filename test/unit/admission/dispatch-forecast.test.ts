@@ -138,6 +138,18 @@ describe('forecastDispatch', () => {
     expect(tight!.waitMs).toBeLessThan(200)
   })
 
+  it('holds the queue while the prompts pending for the next step would take the guard over its limit, as the guard does', () => {
+    // a mean of 40 ms over 20 gaps' weight, within a 45 ms limit; 10 streams decode at ~10 ms
+    const guard = { tauMs: 200, sumMs: 40 * 20, gaps: 20, limitMs: 45, open: true }
+    // 200 tokens pending for the next step (15 ms): (800 + 150) / 30 = 31.7 ms, within: it goes now
+    const light = endpoint({ residualMs: 5, nextTokens: 200, decodes: 10, guard })
+    expect(fc([light], none, 200, 0, 2000)?.waitMs).toBe(0)
+    // 4,000 pending (a step of 110 ms for 10 streams: 63 ms): it goes when that step has begun,
+    // at the end of the step in progress, whose short gaps bring the mean down
+    const heavy = endpoint({ residualMs: 5, nextTokens: 4000, decodes: 10, guard })
+    expect(fc([heavy], none, 200, 0, 2000)?.waitMs).toBe(5)
+  })
+
   it('sends whole requests: a head that does not fit the room left waits for the step to end', () => {
     // 7,000 tokens pending in a step that ends in 40 ms; 1,000 of room; two requests of
     // 1,500 ahead: neither fits, nothing goes now (a fluid of tokens would send 1,000 now
