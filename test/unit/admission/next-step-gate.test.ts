@@ -25,7 +25,8 @@ function tenStreamsAt30ms() {
 describe('EndpointGates: the decode guard counts in the next step', () => {
   it('holds a prompt while the prompts pending for the next step would take the ITL over the limit', () => {
     const { gates, view } = tenStreamsAt30ms()
-    const open = (className: string, floor = false) => gates.open(className, 300, 200, { pastGuard: floor })(view)
+    const open = (className: string, floor = false) =>
+      gates.open(className, 300, 200, { pastGuard: floor })(view)
     expect(gates.itl(view.name)).toBeCloseTo(30, 6) // within 50 x 0.9
     expect(open('interactive')).toBe(true)
     gates.dispatched(view.name, 300, 100) // a short prompt pending: the next step stays short
