@@ -115,6 +115,11 @@ export interface DecayedGaps {
   gaps: number
 }
 
+/** The mean of decayed sums `sumMs` / `gaps` with `count` more gaps of `gapMs` each. */
+export function meanWith(sumMs: number, gaps: number, gapMs: number, count: number): number {
+  return (sumMs + gapMs * count) / (gaps + count)
+}
+
 /**
  * Adds `count` gaps of `gapMs` each to `d`, the weights there first decayed over `sinceMs` at
  * time constant `tauMs`: the guard's mean as the meter keeps it and as the forecast plays it.
@@ -353,7 +358,7 @@ export class DecodeGuard {
   /**
    * True when `className` may add a request to `endpoint`'s running batch now (`leastStepMs`:
    * the endpoint's, when measured): its ITL mean is within the class's limit, and stays
-   * within it with `next`, the step the prompts already sent there will be prefilled in,
+   * within it with `nextAt(endpoint)`, the step the prompts already sent there will be prefilled in,
    * counted in as a gap of each stream decoding there. The mean shows a step only once it
    * has ended: without `next`, a burst of cheap prompts (a prefix-cache hit each) all passed
    * the guard within one step and made the next steps long for every stream (bench:admission,
@@ -361,7 +366,12 @@ export class DecodeGuard {
    * its cap and arrivals refused for seconds). The request's own prompt is not counted: a
    * long prompt alone would otherwise wait on a young or slow meter for the streams to end.
    */
-  allows(className: string, endpoint: string, leastStepMs?: number, next?: NextStep): boolean {
+  allows(
+    className: string,
+    endpoint: string,
+    leastStepMs?: number,
+    nextAt?: (endpoint: string) => NextStep | undefined,
+  ): boolean {
     const limit = this.limitMs(className, leastStepMs)
     if (limit === Number.POSITIVE_INFINITY) return true
     const m = this.meters.get(endpoint)
@@ -369,10 +379,11 @@ export class DecodeGuard {
     const itl = m?.meanAt(now, this.tauMs)
     if (m === undefined || itl === undefined) return true
     if (itl > limit) return false
+    // read only when the guard is open without it (it walks the prompts pending there)
+    const next = nextAt?.(endpoint)
     if (next === undefined || next.streams <= 0) return true
     const decay = m.decayTo(now, this.tauMs)
-    const sum = m.decayed.sumMs * decay + next.stepMs * next.streams
-    return sum / (m.decayed.gaps * decay + next.streams) <= limit
+    return meanWith(m.decayed.sumMs * decay, m.decayed.gaps * decay, next.stepMs, next.streams) <= limit
   }
 
   state(): Record<string, number | null> {

@@ -43,7 +43,7 @@
  * turn), arrivals with an earlier deadline going ahead, streams of other clients. The
  * fit's constant takes their mean.
  */
-import { addGaps, type DecayedGaps, type GuardWindow } from './decode-guard.js'
+import { addGaps, type DecayedGaps, type GuardWindow, meanWith } from './decode-guard.js'
 import type { Ahead } from './early-refusal.js'
 import type { RunningEnd } from './running.js'
 import type { StepModel } from './step-timeline.js'
@@ -276,8 +276,7 @@ function stepEnds(s: Sim): void {
 function nextStepCloses(s: Sim): boolean {
   const g = s.e.guard
   if (g === undefined || s.next <= 0 || s.decodes <= 0 || s.guard.gaps <= 0) return false
-  const step = stepMs(s, s.next)
-  return (s.guard.sumMs + step * s.decodes) / (s.guard.gaps + s.decodes) > g.limitMs
+  return meanWith(s.guard.sumMs, s.guard.gaps, stepMs(s, s.next), s.decodes) > g.limitMs
 }
 
 function stepMs(s: Sim, prefill: number): number {

@@ -150,10 +150,9 @@ export class EndpointGates {
       const tokens = computeAt?.(v) ?? promptTokens
       const budget = this.budget(v).tokens * this.share(className, limits, pastGuard)
       if (!fitsBudget(this.prefilling.at(v.name), tokens, budget)) return false
-      if (!pastGuard && !this.guard.allows(className, v.name, leastStepOf(v), this.nextStep(v.name)))
-        return false
+      if (!pastGuard && !this.guard.allows(className, v.name, leastStepOf(v), this.nextStepAt)) return false
       if (!hasHeadroom(v, limits, kvTokens, this.prefilling.requestsAt(v.name))) return false
-      // last: the only gate that walks the ledger's prompts
+      // last: it walks the ledger's prompts (the guard's next step does only while the guard is open)
       return pastGuard || !keepPromises || !this.breaksPromise(v.name, tokens, priority)
     }
   }
@@ -162,11 +161,16 @@ export class EndpointGates {
    * The step after the one in progress at `endpoint`, with the prompts sent there since it
    * began (DecodeGuard.allows); undefined with none pending or no stream decoding there.
    */
-  private nextStep(endpoint: string): NextStep | undefined {
+  private readonly nextStepAt = (endpoint: string): NextStep | undefined => {
     const tl = this.timeline(endpoint)
-    if (tl.decoding === 0) return undefined
-    const pending = this.prefilling.at(endpoint) - tl.phase(this.clock.now()).inStepTokens
+    if (tl.decoding === 0 || this.prefilling.at(endpoint) === 0) return undefined
+    const pending = this.nextTokens(endpoint, this.phase(endpoint))
     return pending <= 0 ? undefined : { stepMs: tl.nextStepMs(pending), streams: tl.decoding }
+  }
+
+  /** Prompt tokens sent to `endpoint` that the step in progress (`phase`) did not take: the next step's. */
+  private nextTokens(endpoint: string, phase: Phase): number {
+    return Math.max(0, this.prefilling.at(endpoint) - phase.inStepTokens)
   }
 
   /** A class's priority (lower runs first); 0 for none. */
@@ -300,7 +304,7 @@ export class EndpointGates {
         residualMs: phase.residualMs,
         stepMs: Math.max(phase.residualMs, tl.stepMs()),
         inStepTokens: phase.inStepTokens,
-        nextTokens: Math.max(0, this.prefilling.at(v.name) - phase.inStepTokens),
+        nextTokens: this.nextTokens(v.name, phase),
         decodes: tl.decoding,
         contextTokens: tl.contextTokens,
         budgetTokens: this.budget(v).tokens * share,

@@ -61,12 +61,12 @@ describe('DecodeGuard', () => {
     stream(g, clock, 'a', 40, 10) // a mean of 40 ms over ~4.8 gaps' weight, within 45
     expect(g.allows('interactive', 'a')).toBe(true)
     // a step of 110 ms for 10 streams: (191 + 1,100) / 14.8 = 87 ms
-    expect(g.allows('interactive', 'a', undefined, { stepMs: 110, streams: 10 })).toBe(false)
-    expect(g.allows('batch', 'a', undefined, { stepMs: 110, streams: 10 })).toBe(false)
+    expect(g.allows('interactive', 'a', undefined, () => ({ stepMs: 110, streams: 10 }))).toBe(false)
+    expect(g.allows('batch', 'a', undefined, () => ({ stepMs: 110, streams: 10 }))).toBe(false)
     // a step of 50 ms for one stream: (191 + 50) / 5.8 = 41.8 ms
-    expect(g.allows('interactive', 'a', undefined, { stepMs: 50, streams: 1 })).toBe(true)
-    expect(g.allows('interactive', 'a', undefined, { stepMs: 110, streams: 0 })).toBe(true) // no stream waits on it
-    expect(g.allows('interactive', 'b', undefined, { stepMs: 110, streams: 10 })).toBe(true) // nothing measured there
+    expect(g.allows('interactive', 'a', undefined, () => ({ stepMs: 50, streams: 1 }))).toBe(true)
+    expect(g.allows('interactive', 'a', undefined, () => ({ stepMs: 110, streams: 0 }))).toBe(true) // no stream waits on it
+    expect(g.allows('interactive', 'b', undefined, () => ({ stepMs: 110, streams: 10 }))).toBe(true) // nothing measured there
   })
 
   it('expects a closed endpoint to reopen when its mean decays to the limit', () => {
