@@ -21,8 +21,15 @@
  * - at a step end where the guard is open and the budget has room, the queue ahead drains
  *   into the room, whole requests (of the mean size queued) at a time, as the dispatcher
  *   takes them (one that does not fit waits for room, and an endpoint with nothing pending
- *   takes the head whatever its size: a prompt larger than the whole budget goes alone);
- *   the request goes when what is ahead of it and its own prompt fit;
+ *   takes the head whatever its size: a prompt larger than the whole budget goes alone),
+ *   and one after another only while the guard's check lets the next go: while the next
+ *   step with those sent so far keeps its mean within the limit (the one that fills that
+ *   room goes too). Drained as far as the budget alone allowed, the whole queue ahead went
+ *   into one step in the forecast where the guard sent it over several: queued requests
+ *   were priced a first step too long (a median 30-80 ms over in bench:admission's
+ *   gateway-only runs; 81 ms on two replicas, whose estimator's error at the client was
+ *   p90 50% in steady state) and a wait too short; the request goes when what is ahead
+ *   of it and its own prompt fit;
  * - the streams decoding there grow their context a token a step; those the gateway sent
  *   there end when their expected output is streamed (each frees its batch slot and KV room,
  *   and leaves the decode), and the prompts the forecast dispatches decode from the end of
@@ -198,12 +205,20 @@ export function forecastDispatch(
     const room =
       pending <= 0 ? Math.max(s.e.budgetTokens, ahead > 0 ? 0 : ownTokens) : s.e.budgetTokens - pending
     if (room <= 0) return undefined
+    // the decode guard lets prompts go while the next step with those sent keeps its mean within the limit
+    const guardRoom = nextStepRoom(s)
     const aheadRequests = unit > 0 ? Math.round(ahead / unit) : 0
-    if (ahead + ownTokens <= room && aheadRequests < s.slots && aheadRequests * unitKv + ownKv <= s.kvFree) {
+    if (
+      ahead + ownTokens <= room &&
+      ahead <= guardRoom &&
+      aheadRequests < s.slots &&
+      aheadRequests * unitKv + ownKv <= s.kvFree
+    ) {
       // those arriving until its step begins go with it (behind it in the queue, or at once)
       const joined = Math.min(
         arrivingPerMs * (s.t + Math.max(0, residual)),
         Math.max(0, room - ahead - ownTokens),
+        Math.max(0, guardRoom - ahead - ownTokens),
       )
       return {
         waitMs: s.t,
@@ -217,7 +232,9 @@ export function forecastDispatch(
         ? Math.min(Math.floor(room / unit), s.slots, Math.floor(s.kvFree / unitKv))
         : Number.POSITIVE_INFINITY
     const whole = unit > 0 ? fits * unit : room
-    const take = Math.min(ahead, pending <= 0 ? Math.max(unit, whole) : whole)
+    // one request at a time while the guard's next step has room: the one that fills it goes too
+    const guarded = unit > 0 ? (Math.floor(guardRoom / unit) + 1) * unit : guardRoom
+    const take = Math.min(ahead, pending <= 0 ? Math.max(unit, whole) : whole, guarded)
     ahead -= take
     s.next += take
     if (unit > 0) {
@@ -277,6 +294,22 @@ function nextStepCloses(s: Sim): boolean {
   const g = s.e.guard
   if (g === undefined || s.next <= 0 || s.decodes <= 0 || s.guard.gaps <= 0) return false
   return meanWith(s.guard.sumMs, s.guard.gaps, stepMs(s, s.next), s.decodes) > g.limitMs
+}
+
+/**
+ * Prompt tokens that may still be sent to `s` for its next step before the guard's check
+ * there closes (nextStepCloses): the step model's longest next step whose gaps keep the
+ * mean within the limit, in prompt tokens, less those pending. With nothing pending the
+ * head goes whatever its size (0 at least); Infinity where the guard does not bind.
+ */
+function nextStepRoom(s: Sim): number {
+  const g = s.e.guard
+  if (g === undefined || s.decodes <= 0 || s.guard.gaps <= 0) return Number.POSITIVE_INFINITY
+  const longest = (g.limitMs * (s.guard.gaps + s.decodes) - s.guard.sumMs) / s.decodes
+  const empty = stepMs(s, 0)
+  const perToken = (stepMs(s, 1000) - empty) / 1000
+  const room = perToken > 0 ? (longest - empty) / perToken - s.next : Number.POSITIVE_INFINITY
+  return s.next <= 0 ? Math.max(0, room) : room
 }
 
 function stepMs(s: Sim, prefill: number): number {

@@ -150,6 +150,27 @@ describe('forecastDispatch', () => {
     expect(fc([heavy], none, 200, 0, 2000)?.waitMs).toBe(5)
   })
 
+  it("sends the queue ahead only as far as the guard's next step has room, as the dispatcher does, one request after another", () => {
+    // a mean of 40 ms over 20 gaps' weight, within a 45 ms limit; 10 streams decode at ~10 ms:
+    // the next step may last up to (45 x 30 - 800) / 10 = 55 ms, ~1,800 prompt tokens
+    const guard = { tauMs: 200, sumMs: 40 * 20, gaps: 20, limitMs: 45, open: true }
+    const ep = endpoint({ residualMs: 5, decodes: 10, guard })
+    // one request of 1,000 ahead: it and this one go now (the guard checks the pending before
+    // each), and of those arriving behind it only the ~300 tokens the room has left join them
+    const one = fc([ep], requests(1, 1000), 500, 1000, 2000)
+    expect(one?.waitMs).toBe(0)
+    expect(one!.withTokens).toBeGreaterThan(1000 + 250)
+    expect(one!.withTokens).toBeLessThan(1000 + 350)
+    // four ahead: two go now (the second fills the room); the other two and this one when the
+    // step in progress ends and the next begins with those two (its step is the one after);
+    // the budget alone (8,000) would have sent all four with it at once
+    const four = fc([ep], requests(4, 1000), 500, 0, 2000)
+    expect(four?.waitMs).toBe(5)
+    expect(four?.withTokens).toBe(2000)
+    const ungated = fc([endpoint({ residualMs: 5, decodes: 10 })], requests(4, 1000), 500, 0, 2000)
+    expect([ungated?.waitMs, ungated?.withTokens]).toEqual([0, 4000])
+  })
+
   it('sends whole requests: a head that does not fit the room left waits for the step to end', () => {
     // 7,000 tokens pending in a step that ends in 40 ms; 1,000 of room; two requests of
     // 1,500 ahead: neither fits, nothing goes now (a fluid of tokens would send 1,000 now
