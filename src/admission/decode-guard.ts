@@ -120,6 +120,11 @@ export function meanWith(sumMs: number, gaps: number, gapMs: number, count: numb
   return (sumMs + gapMs * count) / (gaps + count)
 }
 
+/** The longest gap of which `count` more keep the mean of `sumMs` / `gaps` within `limitMs` (meanWith's inverse). */
+export function longestGapWithin(sumMs: number, gaps: number, count: number, limitMs: number): number {
+  return (limitMs * (gaps + count) - sumMs) / count
+}
+
 /**
  * Adds `count` gaps of `gapMs` each to `d`, the weights there first decayed over `sinceMs` at
  * time constant `tauMs`: the guard's mean as the meter keeps it and as the forecast plays it.

@@ -50,7 +50,7 @@
  * turn), arrivals with an earlier deadline going ahead, streams of other clients. The
  * fit's constant takes their mean.
  */
-import { addGaps, type DecayedGaps, type GuardWindow, meanWith } from './decode-guard.js'
+import { addGaps, type DecayedGaps, type GuardWindow, longestGapWithin, meanWith } from './decode-guard.js'
 import type { Ahead } from './early-refusal.js'
 import type { RunningEnd } from './running.js'
 import type { StepModel } from './step-timeline.js'
@@ -305,7 +305,7 @@ function nextStepCloses(s: Sim): boolean {
 function nextStepRoom(s: Sim): number {
   const g = s.e.guard
   if (g === undefined || s.decodes <= 0 || s.guard.gaps <= 0) return Number.POSITIVE_INFINITY
-  const longest = (g.limitMs * (s.guard.gaps + s.decodes) - s.guard.sumMs) / s.decodes
+  const longest = longestGapWithin(s.guard.sumMs, s.guard.gaps, s.decodes, g.limitMs)
   const empty = stepMs(s, 0)
   const perToken = (stepMs(s, 1000) - empty) / 1000
   const room = perToken > 0 ? (longest - empty) / perToken - s.next : Number.POSITIVE_INFINITY
