@@ -20,7 +20,7 @@ export class JsonObserver {
     else this.parts.push(chunk)
   }
 
-  finish(ticket: Ticket): void {
+  finish(ticket: Pick<Ticket, 'usage' | 'finishReason'>): void {
     if (this.parts.length === 0) return
     let body: unknown
     try {
