@@ -19,6 +19,17 @@
  * stale while one class is refused. An endpoint with no gap for two time constants is not
  * held back.
  *
+ * A step's end reaches the gateway as a burst of tokens, one stream's after another, over
+ * milliseconds when the gateway is busy, and the dispatcher runs after the first of them
+ * (a new step began): the mean then holds one gap of the step that just ended and lacks
+ * the rest. So the gaps not read yet count as owed, one of that step's length for each
+ * stream that was decoding when it ended (EngineTimeline.unreadGaps), for as long as the
+ * burst is read. Without them the gate's decision hung on how fast the gateway read: in
+ * bench:admission's prefix-sharing runs half of the queued interactive requests went out
+ * with 1% of a step's tokens read, after long prefill steps too, where on the 70B profile
+ * (fewer streams) it saw the whole burst; and the forecast of a queued request's wait,
+ * which plays every step end whole (dispatch-forecast.ts), was over by 56-155 ms at p90.
+ *
  * The guard closes while ITL is over the objective: no new prefill goes to the endpoint,
  * its steps shrink back to decode, and the queue forms in the gateway (where a request's
  * predicted TTFT sees it) instead of in the running batch. It opens at the gap that brings
@@ -210,6 +221,8 @@ export class DecodeGuard {
   onChange: (() => void) | undefined = undefined
   /** True while `className` has had an arrival lately (its classes below then keep the headroom). */
   active: (className: string) => boolean = () => true
+  /** The gaps a step that just ended at `endpoint` owes streams whose tokens are not read yet (EngineTimeline.unreadGaps). */
+  unread: (endpoint: string) => { gapMs: number; count: number } | undefined = () => undefined
 
   constructor(
     classes: readonly GuardedClass[],
@@ -325,6 +338,23 @@ export class DecodeGuard {
     return false
   }
 
+  /** `m`'s mean at `now` with the gaps owed at `endpoint` counted in; undefined when it had no gap in two time constants. */
+  private owedMean(m: ItlMeter, endpoint: string, now: number): number | undefined {
+    const measured = m.meanAt(now, this.tauMs)
+    if (measured === undefined || this.unread(endpoint) === undefined) return measured
+    const d = this.sumsAt(m, endpoint, now)
+    return d.sumMs / d.gaps
+  }
+
+  /** `m`'s decayed sums at `now`, with the gaps owed at `endpoint` that are not read yet counted in. */
+  private sumsAt(m: ItlMeter, endpoint: string, now: number): DecayedGaps {
+    const decay = m.decayTo(now, this.tauMs)
+    const d = { sumMs: m.decayed.sumMs * decay, gaps: m.decayed.gaps * decay }
+    const u = this.unread(endpoint)
+    if (u !== undefined) addGaps(d, 0, this.tauMs, u.gapMs, u.count)
+    return d
+  }
+
   /** The endpoint's current ITL (its decaying mean), ms; undefined when it had no gap in two time constants. */
   itl(endpoint: string): number | undefined {
     return this.meters.get(endpoint)?.meanAt(this.clock.now(), this.tauMs)
@@ -339,8 +369,8 @@ export class DecodeGuard {
   reopenInMs(endpoint: string, className: string, leastStepMs?: number): number {
     const m = this.meters.get(endpoint)
     const now = this.clock.now()
-    const itl = m?.meanAt(now, this.tauMs)
     const limit = this.limitMs(className, leastStepMs)
+    const itl = m === undefined ? undefined : this.owedMean(m, endpoint, now)
     if (m === undefined || itl === undefined || itl <= limit) return 0
     const afterLastGap = this.tauMs * Math.min(2, Math.log(itl / limit))
     return Math.max(0, m.at + afterLastGap - now)
@@ -350,11 +380,11 @@ export class DecodeGuard {
   window(className: string, endpoint: string, leastStepMs?: number): GuardWindow | undefined {
     const m = this.meters.get(endpoint)
     if (m === undefined) return undefined
-    const decay = m.decayTo(this.clock.now(), this.tauMs)
+    const d = this.sumsAt(m, endpoint, this.clock.now())
     return {
       tauMs: this.tauMs,
-      sumMs: m.decayed.sumMs * decay,
-      gaps: m.decayed.gaps * decay,
+      sumMs: d.sumMs,
+      gaps: d.gaps,
       limitMs: this.limitMs(className, leastStepMs),
       open: this.allows(className, endpoint, leastStepMs),
     }
@@ -365,7 +395,8 @@ export class DecodeGuard {
    * the endpoint's, when measured): its ITL mean is within the class's limit, and stays
    * within it with `nextAt(endpoint)`, the step the prompts already sent there will be prefilled in,
    * counted in as a gap of each stream decoding there. The mean shows a step only once it
-   * has ended: without `next`, a burst of cheap prompts (a prefix-cache hit each) all passed
+   * has ended (and, while a step end's burst is read, holds the gaps not read yet as owed:
+   * see the header): without `next`, a burst of cheap prompts (a prefix-cache hit each) all passed
    * the guard within one step and made the next steps long for every stream (bench:admission,
    * prefix-sharing at 2x: the ITL at 63-84 ms as the load doubled, the TPOT margin then at
    * its cap and arrivals refused for seconds). The request's own prompt is not counted: a
@@ -381,14 +412,14 @@ export class DecodeGuard {
     if (limit === Number.POSITIVE_INFINITY) return true
     const m = this.meters.get(endpoint)
     const now = this.clock.now()
-    const itl = m?.meanAt(now, this.tauMs)
+    const itl = m === undefined ? undefined : this.owedMean(m, endpoint, now)
     if (m === undefined || itl === undefined) return true
     if (itl > limit) return false
     // read only when the guard is open without it (it walks the prompts pending there)
     const next = nextAt?.(endpoint)
     if (next === undefined || next.streams <= 0) return true
-    const decay = m.decayTo(now, this.tauMs)
-    return meanWith(m.decayed.sumMs * decay, m.decayed.gaps * decay, next.stepMs, next.streams) <= limit
+    const d = this.sumsAt(m, endpoint, now)
+    return meanWith(d.sumMs, d.gaps, next.stepMs, next.streams) <= limit
   }
 
   state(): Record<string, number | null> {

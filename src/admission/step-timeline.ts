@@ -161,6 +161,10 @@ export class EngineTimeline {
   /** The step in progress's number, and when the one before began. */
   private index = 0
   private prevStart: number | undefined = undefined
+  /** The streams that were decoding when the step in progress began, the gaps read of them since, and the ended step's length. */
+  private gapsDue = 0
+  private gapsRead = 0
+  private endedMs = 0
 
   constructor(
     priors: StepPriors,
@@ -182,11 +186,16 @@ export class EngineTimeline {
       if (now - stream.stepSeenAt < SAME_STEP_MS) s.blurred = true
       else begins = true
     }
+    const gap = stream.stepSeen >= 0
     if (begins) {
       this.prevStart = s?.start
       if (s !== undefined) this.index++
       this.stepEnded(now)
+      this.gapsDue = this.decodes
+      this.gapsRead = 0
+      this.endedMs = s === undefined ? 0 : now - s.start
     }
+    if (gap) this.gapsRead++
     stream.stepSeen = this.index
     stream.stepSeenAt = now
     return begins
@@ -222,6 +231,15 @@ export class EngineTimeline {
   private inBurst(now: number): boolean {
     const s = this.step
     return s !== undefined && now - s.start <= Math.max(SAME_STEP_MS, s.ms / 2)
+  }
+
+  /**
+   * The gaps the step that just ended owes the streams whose tokens of its end are not read
+   * yet (each of that step's length), while its burst is read; undefined with none.
+   */
+  unreadGaps(now: number): { gapMs: number; count: number } | undefined {
+    if (this.endedMs <= 0 || this.gapsRead >= this.gapsDue || !this.inBurst(now)) return undefined
+    return { gapMs: this.endedMs, count: this.gapsDue - this.gapsRead }
   }
 
   /** When the step whose end brought a token at `now` began; undefined when unknown. */

@@ -19,7 +19,7 @@ function tenStreamsAt30ms() {
     for (const s of streams) gates.observeGap(view.name, s, 30, clock.now())
   }
   clock.advance(1) // a step began with the last gaps: what is sent now goes into the next one
-  return { gates, clock, view }
+  return { gates, clock, view, streams }
 }
 
 describe('EndpointGates: the decode guard counts in the next step', () => {
@@ -41,5 +41,25 @@ describe('EndpointGates: the decode guard counts in the next step', () => {
   it('does not hold a lone prompt for its own step', () => {
     const { gates, view } = tenStreamsAt30ms()
     expect(gates.open('interactive', 4_100, 4_000)(view)).toBe(true)
+  })
+
+  it('counts the step that just ended for the streams whose tokens of its end are not read yet', () => {
+    const { gates, clock, view, streams } = tenStreamsAt30ms()
+    const open = () => gates.open('interactive', 300, 200)(view)
+    // a step of 30 ms ends, and the dispatcher runs after its first token is read: open
+    clock.advance(29)
+    gates.observeGap(view.name, streams[0]!, 30, clock.now())
+    expect(open()).toBe(true)
+    for (const s of streams.slice(1)) gates.observeGap(view.name, s, 30, clock.now())
+    // then a step of 150 ms (a long prefill in it) ends: one gap of 150 ms among the decayed
+    // thirty-odd of 30 keeps the measured mean within 50 x 0.9, the nine still owed do not
+    clock.advance(150)
+    gates.observeGap(view.name, streams[0]!, 150, clock.now())
+    expect(gates.itl(view.name)).toBeLessThan(45)
+    expect(open()).toBe(false)
+    // read whole, the burst says the same
+    for (const s of streams.slice(1)) gates.observeGap(view.name, s, 150, clock.now())
+    expect(gates.itl(view.name)).toBeGreaterThan(45)
+    expect(open()).toBe(false)
   })
 })

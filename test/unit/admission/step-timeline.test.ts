@@ -76,6 +76,32 @@ describe('EngineTimeline', () => {
     expect(tl.stepBegan(1040)).toBe(1020)
   })
 
+  it('owes, while a step end is read, a gap of the ended step for each stream whose token it has not read', () => {
+    const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
+    const streams = Array.from({ length: 4 }, () => ({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }))
+    for (const s of streams) {
+      tl.tokenFrom(s, 1000)
+      tl.firstToken(1000, 100)
+    }
+    expect(tl.unreadGaps(1000)).toBeUndefined() // first tokens: no gap owed
+    // the step that began at 1,000 ends at 1,200; its tokens are read over 3 ms
+    tl.tokenFrom(streams[2]!, 1200)
+    expect(tl.unreadGaps(1200)).toEqual({ gapMs: 200, count: 3 })
+    tl.tokenFrom(streams[0]!, 1201)
+    expect(tl.unreadGaps(1201)).toEqual({ gapMs: 200, count: 2 })
+    // a stream that begins to decode in the burst owes nothing
+    const late = { stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }
+    tl.tokenFrom(late, 1202)
+    tl.firstToken(1202, 100)
+    expect(tl.unreadGaps(1202)).toEqual({ gapMs: 200, count: 2 })
+    tl.tokenFrom(streams[1]!, 1203)
+    expect(tl.unreadGaps(1203)?.count).toBe(1)
+    // past the burst (half the step in progress), a token not read is not owed any more
+    expect(tl.unreadGaps(1200 + tl.stepMs())).toBeUndefined()
+    tl.tokenFrom(streams[3]!, 1203)
+    expect(tl.unreadGaps(1203)).toBeUndefined()
+  })
+
   it('learns nothing from a step whose tokens it read two at a time (it fell behind)', () => {
     const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
     const streams = Array.from({ length: 20 }, () => ({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }))
