@@ -36,6 +36,16 @@ describe('StepModel', () => {
   })
 })
 
+/** `n` streams whose first tokens came from `tl` at `at`: decoding there. */
+function decodingStreams(tl: EngineTimeline, n: number, at: number, promptTokens: number) {
+  const streams = Array.from({ length: n }, () => ({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }))
+  for (const s of streams) {
+    tl.tokenFrom(s, at)
+    tl.firstToken(at, promptTokens)
+  }
+  return streams
+}
+
 describe('EngineTimeline', () => {
   const priors = { stepMs: 10, prefillTokensPerS: 40_000 }
 
@@ -78,11 +88,7 @@ describe('EngineTimeline', () => {
 
   it('owes, while a step end is read, a gap of the ended step for each stream whose token it has not read', () => {
     const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
-    const streams = Array.from({ length: 4 }, () => ({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }))
-    for (const s of streams) {
-      tl.tokenFrom(s, 1000)
-      tl.firstToken(1000, 100)
-    }
+    const streams = decodingStreams(tl, 4, 1000, 100)
     expect(tl.unreadGaps(1000)).toBeUndefined() // first tokens: no gap owed
     // the step that began at 1,000 ends at 1,200; its tokens are read over 3 ms
     tl.tokenFrom(streams[2]!, 1200)
@@ -104,11 +110,7 @@ describe('EngineTimeline', () => {
 
   it('learns nothing from a step whose tokens it read two at a time (it fell behind)', () => {
     const tl = new EngineTimeline(priors, new PrefillLedger(), 'e')
-    const streams = Array.from({ length: 20 }, () => ({ stepSeen: -1, stepSeenAt: Number.NEGATIVE_INFINITY }))
-    for (const s of streams) {
-      tl.tokenFrom(s, 0)
-      tl.firstToken(0, 1000)
-    }
+    const streams = decodingStreams(tl, 20, 0, 1000)
     let t = 0
     const step = () => {
       t += 20
