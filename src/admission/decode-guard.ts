@@ -28,7 +28,7 @@
  * bench:admission's prefix-sharing runs half of the queued interactive requests went out
  * with 1% of a step's tokens read, after long prefill steps too, where on the 70B profile
  * (fewer streams) it saw the whole burst; and the forecast of a queued request's wait,
- * which plays every step end whole (dispatch-forecast.ts), was over by 56-155 ms at p90.
+ * which plays every step end whole (dispatch-forecast.ts), was over by as much as 168 ms at p90.
  *
  * The guard closes while ITL is over the objective: no new prefill goes to the endpoint,
  * its steps shrink back to decode, and the queue forms in the gateway (where a request's
