@@ -222,7 +222,7 @@ export class DecodeGuard {
   /** True while `className` has had an arrival lately (its classes below then keep the headroom). */
   active: (className: string) => boolean = () => true
   /** The gaps a step that just ended at `endpoint` owes streams whose tokens are not read yet (EngineTimeline.unreadGaps). */
-  unread: (endpoint: string) => { gapMs: number; count: number } | undefined = () => undefined
+  unread: (endpoint: string, now: number) => { gapMs: number; count: number } | undefined = () => undefined
 
   constructor(
     classes: readonly GuardedClass[],
@@ -338,20 +338,18 @@ export class DecodeGuard {
     return false
   }
 
-  /** `m`'s mean at `now` with the gaps owed at `endpoint` counted in; undefined when it had no gap in two time constants. */
-  private owedMean(m: ItlMeter, endpoint: string, now: number): number | undefined {
-    const measured = m.meanAt(now, this.tauMs)
-    if (measured === undefined || this.unread(endpoint) === undefined) return measured
-    const d = this.sumsAt(m, endpoint, now)
-    return d.sumMs / d.gaps
-  }
-
-  /** `m`'s decayed sums at `now`, with the gaps owed at `endpoint` that are not read yet counted in. */
-  private sumsAt(m: ItlMeter, endpoint: string, now: number): DecayedGaps {
+  /**
+   * `m`'s decayed sums at `now` and their mean, with the gaps owed at `endpoint` (not read
+   * yet) counted in: one lookup of them per check.
+   */
+  private owed(m: ItlMeter, endpoint: string, now: number): DecayedGaps & { mean: number } {
     const decay = m.decayTo(now, this.tauMs)
-    const d = { sumMs: m.decayed.sumMs * decay, gaps: m.decayed.gaps * decay }
-    const u = this.unread(endpoint)
-    if (u !== undefined) addGaps(d, 0, this.tauMs, u.gapMs, u.count)
+    const d = { sumMs: m.decayed.sumMs * decay, gaps: m.decayed.gaps * decay, mean: m.mean }
+    const u = this.unread(endpoint, now)
+    if (u !== undefined) {
+      addGaps(d, 0, this.tauMs, u.gapMs, u.count)
+      d.mean = d.sumMs / d.gaps
+    }
     return d
   }
 
@@ -370,8 +368,9 @@ export class DecodeGuard {
     const m = this.meters.get(endpoint)
     const now = this.clock.now()
     const limit = this.limitMs(className, leastStepMs)
-    const itl = m === undefined ? undefined : this.owedMean(m, endpoint, now)
-    if (m === undefined || itl === undefined || itl <= limit) return 0
+    if (m === undefined || m.meanAt(now, this.tauMs) === undefined) return 0
+    const itl = this.owed(m, endpoint, now).mean
+    if (itl <= limit) return 0
     const afterLastGap = this.tauMs * Math.min(2, Math.log(itl / limit))
     return Math.max(0, m.at + afterLastGap - now)
   }
@@ -380,7 +379,7 @@ export class DecodeGuard {
   window(className: string, endpoint: string, leastStepMs?: number): GuardWindow | undefined {
     const m = this.meters.get(endpoint)
     if (m === undefined) return undefined
-    const d = this.sumsAt(m, endpoint, this.clock.now())
+    const d = this.owed(m, endpoint, this.clock.now())
     return {
       tauMs: this.tauMs,
       sumMs: d.sumMs,
@@ -412,13 +411,12 @@ export class DecodeGuard {
     if (limit === Number.POSITIVE_INFINITY) return true
     const m = this.meters.get(endpoint)
     const now = this.clock.now()
-    const itl = m === undefined ? undefined : this.owedMean(m, endpoint, now)
-    if (m === undefined || itl === undefined) return true
-    if (itl > limit) return false
+    if (m === undefined || m.meanAt(now, this.tauMs) === undefined) return true
+    const d = this.owed(m, endpoint, now)
+    if (d.mean > limit) return false
     // read only when the guard is open without it (it walks the prompts pending there)
     const next = nextAt?.(endpoint)
     if (next === undefined || next.streams <= 0) return true
-    const d = this.sumsAt(m, endpoint, now)
     return meanWith(d.sumMs, d.gaps, next.stepMs, next.streams) <= limit
   }
 

@@ -93,7 +93,7 @@ export class EndpointGates {
       cfg.tpot_miss_target,
       cfg.decode_headroom_below,
     )
-    this.guard.unread = (endpoint) => this.timelines.get(endpoint)?.unreadGaps(this.clock.now())
+    this.guard.unread = (endpoint, now) => this.timelines.get(endpoint)?.unreadGaps(now)
     for (const [name, c] of Object.entries(classes)) {
       this.priorities.set(name, c.priority)
       this.limits.set(name, {
